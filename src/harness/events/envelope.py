@@ -1,0 +1,70 @@
+"""Envelope rules and the wire codec of one event (FORMAT §0, §2).
+
+The wire form of an event is a JSON object with the keys ``type, seq, time,
+data, sourceEventSeqs?, surfaceOp?, ignorable?`` in that order and no others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Final
+
+from harness.events.event import Event
+from harness.events.json import MAX_SAFE_INTEGER, dumps
+
+__all__ = [
+    "ENVELOPE_KEYS",
+    "as_safe_int",
+    "encode_event",
+    "envelope_problem",
+]
+
+ENVELOPE_KEYS: Final = frozenset({"type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp", "ignorable"})
+
+
+def as_safe_int(value: object) -> int | None:
+    """``value`` as a safe integer, accepting integral floats (``3.0``); else ``None``.
+
+    Negative zero (``-0.0``) is not accepted: the reference refuses it.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else None
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            return None
+        return int(value)
+    return None
+
+
+def envelope_problem(obj: object) -> str | None:
+    """Why ``obj`` is not a valid event envelope, or ``None`` when it is.
+
+    Checks only the envelope (FORMAT §2): the Surface fields' contents are the
+    Surface rules' business.
+    """
+    if not isinstance(obj, Mapping):
+        return "an event must be a JSON object"
+    for key in obj:
+        if key not in ENVELOPE_KEYS:
+            return f"unexpected key {key!r}"
+    kind = obj.get("type")
+    if type(kind) is not str or not kind:
+        return "type must be a non-empty string"
+    seq = as_safe_int(obj.get("seq"))
+    if seq is None or seq < 0:
+        return "seq must be a non-negative safe integer"
+    if as_safe_int(obj.get("time")) is None:
+        return "time must be a safe integer"
+    if "data" not in obj:
+        return "data is missing"
+    if "ignorable" in obj and obj["ignorable"] is not True:
+        return "ignorable must be true when present"
+    return None
+
+
+def encode_event(event: Event) -> bytes:
+    """One event as compact JSON bytes (no trailing newline), in wire key order."""
+    return dumps(event.to_json())

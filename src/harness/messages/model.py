@@ -1,0 +1,396 @@
+"""The message model (FORMAT §3): typed, read-only views over message JSON.
+
+A message in the log is JSON (``{id, role, content, source}``); the log is the
+truth. ``Message``, the ``Block`` views and the ``Source`` views give typed access
+to that JSON without copying it, so unknown block types, unknown source kinds and
+unknown fields are preserved byte for byte. ``.raw`` is the underlying read-only
+JSON. Builders (``user_message``, ``assistant_message``, ``tool_result_message``,
+``text_block``, ...) make new message JSON for ``Session.append``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from harness.events.json import FrozenDict, FrozenList, snapshot
+
+__all__ = [
+    "Block",
+    "ImageBlock",
+    "LlmFailure",
+    "Message",
+    "ModelSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "Source",
+    "TextBlock",
+    "TokenUsage",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "ToolSource",
+    "UnknownBlock",
+    "UnknownSource",
+    "UserSource",
+    "assistant_message",
+    "block_view",
+    "new_message_id",
+    "reasoning_block",
+    "source_view",
+    "text_block",
+    "tool_call_block",
+    "tool_result_message",
+    "user_message",
+]
+
+Role = Literal["system", "user", "assistant"]
+
+
+def new_message_id() -> str:
+    """A fresh message id (UUID v4)."""
+    return str(uuid.uuid4())
+
+
+class _View:
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self.raw = raw
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _View) and type(other) is type(self) and other.raw == self.raw
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.raw.get("type") or self.raw.get("kind")))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self.raw)!r})"
+
+
+# ---- content blocks -------------------------------------------------------------------
+
+
+class Block(_View):
+    """A content block (open union on ``type``)."""
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> str:
+        return str(self.raw.get("type", ""))
+
+
+class TextBlock(Block):
+    """``{type: "text", text}``."""
+
+    __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        return str(self.raw.get("text", ""))
+
+
+class ReasoningBlock(TextBlock):
+    """``{type: "reasoning", text}``."""
+
+    __slots__ = ()
+
+
+class ImageBlock(Block):
+    """``{type: "image", attachment: {attachmentId, mediaType, bytes, width, height, name?}}``."""
+
+    __slots__ = ()
+
+    @property
+    def attachment(self) -> Mapping[str, Any]:
+        value = self.raw.get("attachment")
+        return value if isinstance(value, Mapping) else FrozenDict()
+
+
+class ToolCallBlock(Block):
+    """``{type: "tool-call", id, name, arguments}``; ``arguments`` is raw JSON text."""
+
+    __slots__ = ()
+
+    @property
+    def id(self) -> str:
+        return str(self.raw.get("id", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name", ""))
+
+    @property
+    def arguments(self) -> str:
+        return str(self.raw.get("arguments", ""))
+
+
+class ToolResultBlock(Block):
+    """``{type: "tool-result", toolCallId, content: Block[], isError?}``."""
+
+    __slots__ = ()
+
+    @property
+    def tool_call_id(self) -> str:
+        return str(self.raw.get("toolCallId", ""))
+
+    @property
+    def content(self) -> tuple[Block, ...]:
+        return tuple(block_view(item) for item in self.raw.get("content") or ())
+
+    @property
+    def is_error(self) -> bool:
+        return self.raw.get("isError") is True
+
+
+class UnknownBlock(Block):
+    """A block of a type this version does not know; kept as is."""
+
+    __slots__ = ()
+
+
+_BLOCKS: dict[str, type[Block]] = {
+    "text": TextBlock,
+    "reasoning": ReasoningBlock,
+    "image": ImageBlock,
+    "tool-call": ToolCallBlock,
+    "tool-result": ToolResultBlock,
+}
+
+
+def block_view(raw: Mapping[str, Any]) -> Block:
+    """The typed view of one block's JSON."""
+    return _BLOCKS.get(raw.get("type"), UnknownBlock)(raw)  # type: ignore[arg-type]
+
+
+# ---- sources ----------------------------------------------------------------------------
+
+
+class Source(_View):
+    """A message source (open union on ``kind``)."""
+
+    __slots__ = ()
+
+    @property
+    def kind(self) -> str:
+        return str(self.raw.get("kind", ""))
+
+
+class UserSource(Source):
+    """``{kind: "user"}`` (hosts may add fields, which are kept)."""
+
+    __slots__ = ()
+
+
+class PluginSource(Source):
+    """``{kind: "plugin", plugin, form?, ...}``."""
+
+    __slots__ = ()
+
+    @property
+    def plugin(self) -> str:
+        return str(self.raw.get("plugin", ""))
+
+    @property
+    def form(self) -> str | None:
+        value = self.raw.get("form")
+        return value if isinstance(value, str) else None
+
+
+class ModelSource(Source):
+    """``{kind: "model", provider, model, replayState?}``."""
+
+    __slots__ = ()
+
+    @property
+    def provider(self) -> str:
+        return str(self.raw.get("provider", ""))
+
+    @property
+    def model(self) -> str:
+        return str(self.raw.get("model", ""))
+
+
+class ToolSource(Source):
+    """``{kind: "tool", callId}``."""
+
+    __slots__ = ()
+
+    @property
+    def call_id(self) -> str:
+        return str(self.raw.get("callId", ""))
+
+
+class UnknownSource(Source):
+    """A source of a kind this version does not know; kept as is."""
+
+    __slots__ = ()
+
+
+_SOURCES: dict[str, type[Source]] = {
+    "user": UserSource,
+    "plugin": PluginSource,
+    "model": ModelSource,
+    "tool": ToolSource,
+}
+
+
+def source_view(raw: Mapping[str, Any]) -> Source:
+    """The typed view of one source's JSON."""
+    return _SOURCES.get(raw.get("kind"), UnknownSource)(raw)  # type: ignore[arg-type]
+
+
+# ---- messages ---------------------------------------------------------------------------
+
+
+class Message(_View):
+    """A read-only model message: ``{id, role, content, source}``."""
+
+    __slots__ = ()
+
+    @property
+    def id(self) -> str:
+        return str(self.raw.get("id", ""))
+
+    @property
+    def role(self) -> str:
+        return str(self.raw.get("role", ""))
+
+    @property
+    def content(self) -> tuple[Block, ...]:
+        return tuple(block_view(item) for item in self.raw.get("content") or ())
+
+    @property
+    def source(self) -> Source:
+        value = self.raw.get("source")
+        return source_view(value if isinstance(value, Mapping) else FrozenDict())
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the text blocks."""
+        return "".join(b.text for b in self.content if type(b) is TextBlock)
+
+    def to_json(self) -> Mapping[str, Any]:
+        return self.raw
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+
+# ---- usage and failures -----------------------------------------------------------------
+
+
+class TokenUsage(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """Token counts of one response. Counts are disjoint: input excludes cache reads/writes."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(msgspec.to_builtins(self))
+
+    @classmethod
+    def from_json(cls, raw: Any) -> TokenUsage:
+        return msgspec.convert(raw, cls)
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + (self.cache_read_tokens or 0)
+            + (self.cache_write_tokens or 0)
+        )
+
+
+class LlmFailure(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True):
+    """``{message, code, status?, providerRetryAfterMs?, requestId?}``."""
+
+    message: str
+    code: str
+    status: int | None = None
+    provider_retry_after_ms: int | None = None
+    request_id: str | None = None
+
+    def to_json(self) -> FrozenDict:
+        return FrozenDict(msgspec.to_builtins(self))
+
+
+# ---- builders ---------------------------------------------------------------------------
+
+
+def text_block(text: str) -> FrozenDict:
+    return FrozenDict(type="text", text=text)
+
+
+def reasoning_block(text: str) -> FrozenDict:
+    return FrozenDict(type="reasoning", text=text)
+
+
+def tool_call_block(call_id: str, name: str, arguments: str) -> FrozenDict:
+    return FrozenDict(type="tool-call", id=call_id, name=name, arguments=arguments)
+
+
+def _content(content: str | Iterable[Mapping[str, Any]]) -> FrozenList:
+    if isinstance(content, str):
+        return FrozenList([text_block(content)])
+    return snapshot(list(content), "content")  # type: ignore[no-any-return]
+
+
+def user_message(
+    content: str | Iterable[Mapping[str, Any]],
+    *,
+    source: Mapping[str, Any] | None = None,
+    id: str | None = None,
+) -> FrozenDict:
+    """A user message JSON (``source`` defaults to ``{kind: "user"}``)."""
+    return FrozenDict(
+        content=_content(content),
+        source=snapshot(dict(source) if source is not None else {"kind": "user"}, "source"),
+        role="user",
+        id=id or new_message_id(),
+    )
+
+
+def assistant_message(
+    content: str | Iterable[Mapping[str, Any]],
+    *,
+    provider: str,
+    model: str,
+    id: str | None = None,
+) -> FrozenDict:
+    """An assistant message JSON with a model source."""
+    return FrozenDict(
+        role="assistant",
+        content=_content(content),
+        source=FrozenDict(kind="model", provider=provider, model=model),
+        id=id or new_message_id(),
+    )
+
+
+def tool_result_message(
+    call_id: str,
+    content: str | Iterable[Mapping[str, Any]],
+    *,
+    is_error: bool | None = None,
+    id: str | None = None,
+) -> FrozenDict:
+    """A tool-result message JSON: one ``tool-result`` block answering ``call_id``."""
+    block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id, "content": _content(content)}
+    if is_error is not None:
+        block["isError"] = is_error
+    return FrozenDict(
+        source=FrozenDict(kind="tool", callId=call_id),
+        content=FrozenList([FrozenDict(block)]),
+        role="user",
+        id=id or new_message_id(),
+    )

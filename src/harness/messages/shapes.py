@@ -1,0 +1,79 @@
+"""Seed-time shape checks of message and request-header events (FORMAT §7.2 steps 4–5).
+
+These run when a log is restored or loaded, not on live appends (FORMAT §7.5).
+Each function returns the reason a payload is refused, or ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["message_event_problem", "request_header_problem"]
+
+
+def _non_empty_str(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def request_header_problem(data: Any) -> str | None:
+    """Why a ``request/header`` payload is malformed, or ``None``."""
+    header = data.get("header") if isinstance(data, Mapping) else None
+    config = header.get("config") if isinstance(header, Mapping) else None
+    if not isinstance(config, Mapping) or not _non_empty_str(config.get("provider")) or not _non_empty_str(
+        config.get("model")
+    ):
+        return "lacks provider/model in its config"
+    assert isinstance(header, Mapping)
+    if "reasoningEffort" in config and not _non_empty_str(config["reasoningEffort"]):
+        return "has an invalid reasoningEffort (must be a non-empty string)"
+    if "adapterDefaults" in header:
+        markers = header["adapterDefaults"]
+        if not isinstance(markers, Mapping):
+            return "has invalid adapterDefaults (must be an object)"
+        for key, value in markers.items():
+            if key not in ("reasoningEffort", "maxTokens"):
+                return f"has invalid adapterDefaults (unknown marker {key!r})"
+            if value is not True:
+                return f"has invalid adapterDefaults ({key} must be true)"
+            if key not in config:
+                return f"has invalid adapterDefaults ({key} is marked but absent from the config)"
+    return None
+
+
+def message_event_problem(kind: str, data: Any) -> str | None:
+    """Why the message carried by a Surface event is malformed, or ``None``.
+
+    ``kind`` is ``user/message``, ``assistant/message`` or ``tool/result``.
+    """
+    message = data if kind == "user/message" else (data.get("message") if isinstance(data, Mapping) else None)
+    if not isinstance(message, Mapping) or not _non_empty_str(message.get("id")):
+        return "lacks an identified message"
+    expected_role = "assistant" if kind == "assistant/message" else "user"
+    if message.get("role") != expected_role:
+        return f"must have role {expected_role!r}"
+    source = message.get("source")
+    if not isinstance(source, Mapping) or not _non_empty_str(source.get("kind")):
+        return "has an invalid source"
+    content = message.get("content")
+    if not isinstance(content, list | tuple):
+        return "has invalid content (must be an array)"
+    if kind == "assistant/message":
+        if source.get("kind") != "model" or not _non_empty_str(source.get("provider")) or not _non_empty_str(
+            source.get("model")
+        ):
+            return "must have model source with provider and model"
+    elif kind == "tool/result":
+        call_id = source.get("callId")
+        if source.get("kind") != "tool" or not _non_empty_str(call_id):
+            return "must have tool source with a callId"
+        if (
+            len(content) != 1
+            or not isinstance(content[0], Mapping)
+            or content[0].get("type") != "tool-result"
+            or not isinstance(content[0].get("content"), list | tuple)
+        ):
+            return "must contain one tool-result block"
+        if content[0].get("toolCallId") != call_id:
+            return "has mismatched tool call ids"
+    return None

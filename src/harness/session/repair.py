@@ -1,0 +1,143 @@
+"""Crash repair: the events that close a turn a crash left open (FORMAT §8).
+
+``repair_closers(events)`` never rewrites a committed event. It returns new events
+(seqs continuing the log, ``time`` equal to the last event's) that a store commits
+before the session is resumed: a synthetic ``tool/result`` per tool call of the
+open step that has no result, then ``step/end`` if a step is open, then
+``turn/end`` with reason ``interrupted``. The texts the model will read are our own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from harness.events.event import APPEND, Event
+from harness.events.json import FrozenDict, FrozenList
+
+__all__ = ["TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "repair_closers"]
+
+TOOL_OUTCOME_UNKNOWN_TEXT: Final = (
+    "This tool call started before the session was interrupted, but no result was saved, so its outcome "
+    "is unknown: it may have run fully, partly, or not at all. Repeat it only if it is read-only or safe "
+    "to run twice. Otherwise check the current state first (files, processes, remote systems) or ask the "
+    "user. Do not simply run it again."
+)
+TOOL_NOT_STARTED_TEXT: Final = (
+    "The session was interrupted before this tool call started, so it never ran. Call it again if it is "
+    "still needed."
+)
+
+
+class _Pending:
+    __slots__ = ("call_id", "call_seq", "step")
+
+    def __init__(self, call_id: str, step: Any) -> None:
+        self.call_id = call_id
+        self.step = step
+        self.call_seq: int | None = None
+
+
+def _tool_call_ids(message: Any) -> list[str]:
+    if not isinstance(message, Mapping):
+        return []
+    content = message.get("content")
+    if not isinstance(content, list | tuple):
+        return []
+    return [
+        block["id"]
+        for block in content
+        if isinstance(block, Mapping)
+        and block.get("type") == "tool-call"
+        and isinstance(block.get("id"), str)
+    ]
+
+
+def repair_closers(events: Sequence[Event]) -> list[Event]:
+    """The closers for a trailing open turn, or ``[]`` when no turn is open."""
+    turn: Any = None
+    step: Any = None
+    pending: dict[str, _Pending] = {}
+    for event in events:
+        kind = event.type
+        data = event.data if isinstance(event.data, Mapping) else FrozenDict()
+        if kind == "turn/start":
+            turn, step = data.get("turn"), None
+            pending.clear()
+        elif kind == "turn/end":
+            turn, step = None, None
+            pending.clear()
+        elif kind == "step/start":
+            step = data.get("step")
+        elif kind == "step/end":
+            step = None
+            pending.clear()
+        elif kind == "assistant/message":
+            for call_id in _tool_call_ids(data.get("message")):
+                pending[call_id] = _Pending(call_id, data.get("step"))
+        elif kind == "tool/call":
+            call = pending.get(data.get("callId"))  # type: ignore[arg-type]
+            if call is not None:
+                call.call_seq = event.seq
+        elif kind == "tool/result":
+            message = data.get("message")
+            source = message.get("source") if isinstance(message, Mapping) else None
+            if isinstance(source, Mapping):
+                pending.pop(source.get("callId"), None)  # type: ignore[arg-type]
+    if turn is None or not events:
+        return []
+    last = events[-1]
+    seq, now = last.seq + 1, last.time
+    closers: list[Event] = []
+    for call in pending.values():
+        started = call.call_seq is not None
+        message = FrozenDict(
+            id=f"interrupted-tool-result-{call.call_id}-{seq}",
+            role="user",
+            source=FrozenDict(kind="tool", callId=call.call_id),
+            content=FrozenList(
+                [
+                    FrozenDict(
+                        type="tool-result",
+                        toolCallId=call.call_id,
+                        isError=True,
+                        content=FrozenList(
+                            [
+                                FrozenDict(
+                                    type="text",
+                                    text=TOOL_OUTCOME_UNKNOWN_TEXT if started else TOOL_NOT_STARTED_TEXT,
+                                )
+                            ]
+                        ),
+                    )
+                ]
+            ),
+        )
+        error = (
+            FrozenDict(name="ToolOutcomeUnknownError", code="TOOL_OUTCOME_UNKNOWN")
+            if started
+            else FrozenDict(name="ToolNotStartedError", code="TOOL_NOT_STARTED")
+        )
+        closers.append(
+            Event(
+                type="tool/result",
+                seq=seq,
+                time=now,
+                data=FrozenDict(turn=turn, step=call.step, message=message, error=error),
+                surface_op=APPEND,
+                source_event_seqs=(call.call_seq,) if call.call_seq is not None else None,
+            )
+        )
+        seq += 1
+    if step is not None:
+        closers.append(Event(type="step/end", seq=seq, time=now, data=FrozenDict(turn=turn, step=step)))
+        seq += 1
+    closers.append(
+        Event(
+            type="turn/end",
+            seq=seq,
+            time=now,
+            data=FrozenDict(turn=turn, reason=FrozenDict(kind="interrupted")),
+        )
+    )
+    return closers

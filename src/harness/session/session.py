@@ -1,0 +1,427 @@
+"""The event-sourced ``Session`` (SPEC §3, FORMAT §7).
+
+A session owns an append-only log of ``Event`` and the Surface folded from it.
+``append`` is the in-memory commit point: it snapshots and freezes the data,
+assigns ``seq = len(log)`` and ``time``, validates the event under the Surface
+rules, pushes it and then tells the observers. It never waits for I/O; a store's
+observer makes events durable and ``SessionStore.flush`` is the durability point.
+
+Threading: a session is not thread-safe; use it from one thread (or one event loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, overload
+
+from harness.errors import ForkError, InvalidEvent, InvalidEventData, InvalidHeader, InvalidSeed
+from harness.events.envelope import as_safe_int, envelope_problem
+from harness.events.event import Event, SurfaceOp
+from harness.events.json import FrozenDict, adopt, snapshot
+from harness.events.vocabulary import SURFACE_TYPES
+from harness.messages.model import Message
+from harness.messages.shapes import message_event_problem, request_header_problem
+from harness.session.header import SessionHeader, validate_header
+from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError
+from harness.surface.projection import project
+
+__all__ = ["END_SEED", "EventLog", "Observer", "Session", "fork_seed"]
+
+logger = logging.getLogger("harness.session")
+
+END_SEED: Final = "session/end-seed"
+
+Observer = Callable[[Event], object]
+"""Called with every event after it is committed in memory, in seq order."""
+
+Clock = Callable[[], int]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class EventLog(Sequence[Event]):
+    """A read-only, live view of a session's events (index = seq)."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
+        if isinstance(index, slice):
+            return tuple(self._events[index])
+        return self._events[index]
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(self._events)
+
+    def __repr__(self) -> str:
+        return f"EventLog({len(self._events)} events)"
+
+
+class Session:
+    """A live, in-memory session: its header, its log and its Surface.
+
+    Make one with ``Session.create`` (new, empty) or ``Session.from_restore``
+    (validated seed). A store wraps either to make it durable.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_clock",
+        "_derived",
+        "_derived_generation",
+        "_derived_upto",
+        "_events",
+        "_first_live_seq",
+        "_header",
+        "_notifying",
+        "_observers",
+        "_queue",
+        "_surface",
+    )
+
+    def __init__(self, header: SessionHeader, *, clock: Clock | None = None) -> None:
+        """Prefer ``Session.create`` or ``Session.from_restore``."""
+        if not isinstance(header, SessionHeader):
+            raise InvalidHeader("Session() takes a SessionHeader; use Session.create or Session.from_restore")
+        self._header = header
+        self._clock: Clock = clock or _now_ms
+        self._events: list[Event] = []
+        self._surface = SurfaceManager(self._events)
+        self._observers: list[Observer] = []
+        self._queue: deque[Event] = deque()
+        self._notifying = False
+        self._first_live_seq = 0
+        self._derived: list[Message] = []
+        self._derived_generation = 0
+        self._derived_upto = 0
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        header: SessionHeader | Mapping[str, Any] | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> Session:
+        """A new, empty, detached session. Without a header one is minted (new id, now)."""
+        if header is None:
+            typed = SessionHeader.new(created_at=(clock or _now_ms)())
+        else:
+            typed = validate_header(header)
+        return cls(typed, clock=clock)
+
+    @classmethod
+    def from_restore(
+        cls,
+        id: str,
+        seed: Iterable[Event | Mapping[str, Any]],
+        header: SessionHeader | Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+    ) -> Session:
+        """Validate ``seed`` under the same rules as a live append and adopt it.
+
+        Checks the header (FORMAT §7.1), then every event in order (§7.2); the first
+        failure refuses the whole seed with ``InvalidSeed`` naming the index and rule.
+        Appends ``session/end-seed`` unless the seed already ends with one.
+        """
+        return _restore(id, seed, header, clock=clock, decoded=False)
+
+    # ---- state --------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._header.id
+
+    @property
+    def header(self) -> SessionHeader:
+        return self._header
+
+    @property
+    def events(self) -> EventLog:
+        """The log (read-only, live)."""
+        return EventLog(self._events)
+
+    @property
+    def surface(self) -> SurfaceManager:
+        """The Surface: ``nodes`` (read-only view) and ``replace_generation``.
+
+        Only read it; the session is the one writer.
+        """
+        return self._surface
+
+    @property
+    def first_live_seq(self) -> int:
+        """Seq of the first event of this lifecycle (the seed length; 0 for a new session)."""
+        return self._first_live_seq
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, {len(self._events)} events, {len(self._surface)} nodes)"
+
+    # ---- observers ----------------------------------------------------------------------
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event)`` after every later append; returns an unsubscribe function.
+
+        Observers run in seq order even when one of them appends (the new event is
+        delivered after the current one reached every observer). An observer that
+        raises is logged and ignored: it cannot undo an append.
+        """
+        self._observers.append(observer)
+
+        def unsubscribe() -> None:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+        return unsubscribe
+
+    def _notify(self, event: Event) -> None:
+        if not self._observers:
+            return
+        self._queue.append(event)
+        if self._notifying:
+            return
+        self._notifying = True
+        try:
+            while self._queue:
+                current = self._queue.popleft()
+                for observer in tuple(self._observers):
+                    try:
+                        observer(current)
+                    except Exception:
+                        logger.exception(
+                            "session %s: observer %r failed on event %d (%s); the event stays committed",
+                            self.id,
+                            observer,
+                            current.seq,
+                            current.type,
+                        )
+        finally:
+            self._notifying = False
+
+    # ---- append -------------------------------------------------------------------------
+
+    def append(
+        self,
+        type: str,
+        data: Any,
+        *,
+        surface_op: SurfaceOp | Mapping[str, Any] | None = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> Event:
+        """Commit one event in memory and return it. Never waits for I/O.
+
+        Raises ``InvalidEventData`` when ``data`` is not lossless JSON and
+        ``InvalidEvent`` when the event breaks a rule; either way nothing changes.
+        """
+        if not isinstance(type, str) or not type:
+            raise InvalidEvent(f"event type must be a non-empty string, got {type!r}")
+        if type == "request/header-delta":
+            raise InvalidEvent("unsupported legacy request/header-delta format")
+        if ignorable is not True and ignorable is not False:
+            raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
+        frozen = snapshot(data)
+        if type == "request/header" and isinstance(frozen, Mapping) and frozen.get("reason") == "fallback":
+            raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
+        events = self._events
+        transition = self._surface.check(
+            type,
+            len(events),
+            MISSING if surface_op is None else surface_op,
+            MISSING if source_event_seqs is None else source_event_seqs,
+            frozen,
+        )
+        event = Event(
+            type,
+            transition.seq,
+            self._clock(),
+            frozen,
+            transition.surface_op,
+            transition.source_event_seqs,
+            ignorable,
+        )
+        self._surface.apply(transition)
+        events.append(event)
+        self._notify(event)
+        return event
+
+    # ---- model history ------------------------------------------------------------------
+
+    def derive_messages(self) -> list[Message]:
+        """The model history: a new list of read-only messages, in Surface order.
+
+        Incremental: after plain appends only the new nodes are projected; a
+        replace (new generation) rebuilds. Message objects are shared between calls.
+        """
+        surface = self._surface
+        nodes = surface._nodes  # the session owns the surface; read without a copy
+        events = self._events
+        derived = self._derived
+        if surface.replace_generation != self._derived_generation:
+            derived.clear()
+            self._derived_upto = 0
+            self._derived_generation = surface.replace_generation
+        upto = self._derived_upto
+        if upto < len(nodes):
+            for seq in nodes[upto:] if upto else nodes:
+                raw = project(events[seq])
+                if raw is not None:
+                    derived.append(Message(raw))
+            self._derived_upto = len(nodes)
+        return list(derived)
+
+    # ---- fork ---------------------------------------------------------------------------
+
+    def fork(self, boundary: int | None = None, *, id: str | None = None) -> Session:
+        """A new session seeded with events ``[0..boundary]`` (default: all).
+
+        The child inherits ``cwd``, records ``parentSession`` and ``seedLength`` and
+        gets its own end-seed. Raises ``ForkError`` (INVALID_BOUNDARY, OPEN_TURN).
+        """
+        seed = fork_seed(self._events, boundary)
+        child = SessionHeader.new(id=id, cwd=self._header.cwd, created_at=self._clock())
+        child_header = {**child.to_json(), "parentSession": self.id, "seedLength": len(seed)}
+        return Session.from_restore(child.id, seed, child_header, clock=self._clock)
+
+
+def fork_seed(events: Sequence[Event], boundary: int | None = None) -> list[Event]:
+    """The seed of a fork at ``boundary`` (inclusive). See ``Session.fork``."""
+    if not events:
+        raise ForkError("INVALID_BOUNDARY", "cannot fork an empty session")
+    if boundary is None:
+        boundary = len(events) - 1
+    if as_safe_int(boundary) is None or isinstance(boundary, bool) or boundary < 0 or boundary >= len(events):
+        raise ForkError(
+            "INVALID_BOUNDARY", f"boundary {boundary!r} is not an event index below {len(events)}"
+        )
+    boundary = int(boundary)
+    if events[boundary].seq != boundary:
+        raise ForkError("INVALID_BOUNDARY", f"event at index {boundary} has seq {events[boundary].seq}")
+    prefix = list(events[: boundary + 1])
+    for event in reversed(prefix):
+        if event.type == "turn/start":
+            raise ForkError("OPEN_TURN", f"the turn opened at seq {event.seq} is still open at {boundary}")
+        if event.type == "turn/end":
+            break
+    return prefix
+
+
+# ---- restore ----------------------------------------------------------------------------
+
+
+def _seed_item(item: object) -> object:
+    return item.to_json() if isinstance(item, Event) else item
+
+
+def _restore(
+    session_id: str,
+    seed: Iterable[Event | Mapping[str, Any]],
+    header: SessionHeader | Mapping[str, Any],
+    *,
+    clock: Clock | None,
+    decoded: bool,
+) -> Session:
+    """Restore a session. ``decoded=True``: seed items are fresh JSON decodes owned by
+    the caller (a store), so the lossless walk is skipped and the data is adopted."""
+    try:
+        typed_header = validate_header(header, session_id)
+    except InvalidHeader as error:
+        raise InvalidSeed(f"invalid session header: {error}", index=None, rule="header") from None
+    session = Session(typed_header, clock=clock)
+    events = session._events
+    surface = session._surface
+    for index, item in enumerate(seed):
+        obj = _seed_item(item)
+        if not decoded:
+            try:
+                obj = snapshot(obj, f"seed[{index}]")
+            except InvalidEventData as error:
+                raise InvalidSeed(
+                    f"seed event at index {index} is not losslessly JSON-serializable: {error}",
+                    index=index,
+                    rule="lossless",
+                ) from None
+        kind = obj.get("type") if isinstance(obj, Mapping) else None
+        if kind == "request/header-delta":
+            raise InvalidSeed(
+                f"seed event at index {index}: unsupported legacy request/header-delta format",
+                index=index,
+                rule="legacy",
+            )
+        problem = envelope_problem(obj)
+        if problem is not None:
+            raise InvalidSeed(
+                f"seed event at index {index} has an invalid event envelope: {problem}",
+                index=index,
+                rule="envelope",
+            )
+        assert isinstance(obj, Mapping) and isinstance(kind, str)
+        data = obj["data"]
+        if kind == "request/header":
+            problem = request_header_problem(data)
+            if problem is not None:
+                raise InvalidSeed(
+                    f"seed request/header at index {index} {problem}", index=index, rule="request-header"
+                )
+        elif kind in SURFACE_TYPES:
+            problem = message_event_problem(kind, data)
+            if problem is not None:
+                raise InvalidSeed(f"seed {kind} at index {index} {problem}", index=index, rule="message")
+        if kind == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
+            raise InvalidSeed(
+                f"seed event at index {index}: unsupported legacy request/header reason 'fallback'",
+                index=index,
+                rule="legacy",
+            )
+        seq = as_safe_int(obj["seq"])
+        if seq != index:
+            raise InvalidSeed(
+                f"seed must be contiguous from 0: event at index {index} has seq {obj['seq']!r}",
+                index=index,
+                rule="contiguity",
+            )
+        frozen = adopt(data) if decoded else data
+        try:
+            transition = surface.check(
+                kind, index, obj.get("surfaceOp", MISSING), obj.get("sourceEventSeqs", MISSING), frozen
+            )
+        except SurfaceRuleError as error:
+            raise InvalidSeed(
+                f"invalid seed event at index {index}: {error.detail}", index=index, rule="surface"
+            ) from None
+        event = Event(
+            kind,
+            index,
+            as_safe_int(obj["time"]),  # type: ignore[arg-type]
+            frozen,
+            transition.surface_op,
+            transition.source_event_seqs,
+            obj.get("ignorable") is True,
+        )
+        surface.apply(transition)
+        events.append(event)
+    session._first_live_seq = len(events)
+    if not events or events[-1].type != END_SEED:
+        session.append(END_SEED, FrozenDict())
+    return session
