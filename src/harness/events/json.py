@@ -87,9 +87,19 @@ class FrozenDict(dict[str, Any]):
 
 
 class FrozenList(tuple[Any, ...]):
-    """A read-only JSON array (a ``tuple``)."""
+    """A read-only JSON array (a ``tuple``). Equal to a ``list`` or ``tuple`` with the same items."""
 
     __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
     def __repr__(self) -> str:
         return f"FrozenList({list(self)!r})"
@@ -120,49 +130,100 @@ def _refusal(value: object) -> str:
     return f"{type(value).__name__} is not a JSON value"
 
 
-def _freeze(value: Any, depth: int) -> Any:
-    kind = type(value)
-    if kind is str or value is None or kind is bool:
-        return value
-    if kind is dict or kind is FrozenDict:
-        if depth >= MAX_DEPTH:
-            raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
-        out: dict[str, Any] = {}
-        same = kind is FrozenDict
-        for key, item in value.items():
-            if type(key) is not str:
-                raise _Bad(f"object key {key!r} is not a string")
+def _freeze_dict(value: Any, depth: int) -> Any:
+    # The hot path of every append: scalars are checked inline and a mapping whose
+    # values are all scalars is copied by one C-level dict copy.
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+    nested: dict[str, Any] | None = None
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _Bad(f"object key {key!r} is not a string")
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+        elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
             try:
-                frozen = _freeze(item, depth + 1)
+                frozen = _freeze_dict(item, depth + 1) if kind is dict or kind is FrozenDict else (
+                    _freeze_list(item, depth + 1)
+                )
             except _Bad as bad:
                 bad.path.append(key)
                 raise
             if frozen is not item:
-                same = False
-            out[key] = frozen
-        return value if same else FrozenDict(out)
-    if kind is int:
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return value
-        raise _Bad(_refusal(value))
-    if kind is list or kind is FrozenList:
-        if depth >= MAX_DEPTH:
-            raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
-        items: list[Any] = []
-        same = kind is FrozenList
-        for index, item in enumerate(value):
+                if nested is None:
+                    nested = {}
+                nested[key] = frozen
+            continue
+        elif kind is float and math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0):
+            continue
+        refused = _Bad(_refusal(item))
+        refused.path.append(key)
+        raise refused
+    if nested is None:
+        return value if type(value) is FrozenDict else FrozenDict(value)
+    return FrozenDict({**value, **nested})
+
+
+def _freeze_list(value: Any, depth: int) -> Any:
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+    nested: dict[int, Any] | None = None
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+        elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
             try:
-                frozen = _freeze(item, depth + 1)
+                frozen = _freeze_dict(item, depth + 1) if kind is dict or kind is FrozenDict else (
+                    _freeze_list(item, depth + 1)
+                )
             except _Bad as bad:
                 bad.path.append(index)
                 raise
             if frozen is not item:
-                same = False
-            items.append(frozen)
-        return value if same else FrozenList(items)
-    if kind is float and math.isfinite(value) and (value != 0.0 or math.copysign(1.0, value) > 0):
+                if nested is None:
+                    nested = {}
+                nested[index] = frozen
+            continue
+        elif kind is float and math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0):
+            continue
+        refused = _Bad(_refusal(item))
+        refused.path.append(index)
+        raise refused
+    if nested is None:
+        return value if type(value) is FrozenList else FrozenList(value)
+    items = list(value)
+    for index, frozen in nested.items():
+        items[index] = frozen
+    return FrozenList(items)
+
+
+def _freeze_scalar(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+    elif kind is float and math.isfinite(value) and (value != 0.0 or math.copysign(1.0, value) > 0):
         return value
     raise _Bad(_refusal(value))
+
+
+def _freeze(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind is dict or kind is FrozenDict:
+        return _freeze_dict(value, depth)
+    if kind is list or kind is FrozenList:
+        return _freeze_list(value, depth)
+    return _freeze_scalar(value)
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")

@@ -144,6 +144,24 @@ class Session:
         """
         return _restore(id, seed, header, clock=clock, decoded=False)
 
+    @classmethod
+    def from_decoded(
+        cls,
+        id: str,
+        seed: Iterable[Mapping[str, Any]],
+        header: SessionHeader | Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+    ) -> Session:
+        """``from_restore`` for stores: every seed item is a wire object freshly decoded
+        from JSON text and handed over (the caller keeps no reference to it).
+
+        JSON decoding already guarantees losslessness, so step 1 of FORMAT §7.2 is
+        skipped and the data is frozen in place of a validating copy. Every other
+        check runs exactly as in ``from_restore``.
+        """
+        return _restore(id, seed, header, clock=clock, decoded=True)
+
     # ---- state --------------------------------------------------------------------------
 
     @property

@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from harness.errors import InvalidEvent
 from harness.events.envelope import as_safe_int
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
+from harness.events.json import MAX_SAFE_INTEGER
 from harness.events.vocabulary import SURFACE_TYPES
 
 __all__ = ["MISSING", "SurfaceManager", "SurfaceRuleError", "Transition", "parse_surface_op"]
@@ -41,6 +42,9 @@ class SurfaceRuleError(InvalidEvent):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+
+_new_tuple = tuple.__new__
 
 
 class Transition(NamedTuple):
@@ -79,15 +83,17 @@ def parse_surface_op(raw: object) -> SurfaceOp:
 def _check_sources(kind: str, seq: int, raw: object) -> tuple[int, ...]:
     if not isinstance(raw, list | tuple):
         raise SurfaceRuleError(f"{kind} sourceEventSeqs must be an array")
-    if not raw and kind != "assistant/message":
-        raise SurfaceRuleError(f"{kind} sourceEventSeqs must not be empty")
+    if not raw:
+        if kind != "assistant/message":
+            raise SurfaceRuleError(f"{kind} sourceEventSeqs must not be empty")
+        return ()
     out: list[int] = []
     for item in raw:
-        value = as_safe_int(item)
-        if value is None or value < 0:
+        value = item if type(item) is int else as_safe_int(item)
+        if value is None or value < 0 or value > MAX_SAFE_INTEGER:
             raise SurfaceRuleError(f"{kind} sourceEventSeqs must contain non-negative safe integers")
         out.append(value)
-    if len(set(out)) != len(out):
+    if len(out) > 1 and len(set(out)) != len(out):
         raise SurfaceRuleError(f"{kind} sourceEventSeqs contains duplicates")
     for value in out:
         if value >= seq:
@@ -178,13 +184,13 @@ class SurfaceManager:
                 raise SurfaceRuleError(f"{kind} cannot carry a surfaceOp")
             if source_event_seqs is not MISSING and source_event_seqs is not None:
                 raise SurfaceRuleError(f"{kind} cannot carry sourceEventSeqs")
-            return Transition(seq, None, None, -1, -1)
+            return _new_tuple(Transition, (seq, None, None, -1, -1))
         if surface_op is MISSING or surface_op is None:
             raise SurfaceRuleError(f"{kind} requires a surfaceOp marker")
         op = parse_surface_op(surface_op)
         if op == APPEND:
             sources = None if source_event_seqs is MISSING else _check_sources(kind, seq, source_event_seqs)
-            return Transition(seq, op, sources, -1, -1)
+            return _new_tuple(Transition, (seq, op, sources, -1, -1))
         assert isinstance(op, Replace)
         nodes = self._nodes
         try:
