@@ -7,7 +7,6 @@ data, sourceEventSeqs?, surfaceOp?, ignorable?`` in that order and no others.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Final
 
 from harness.events.event import Event
@@ -45,7 +44,7 @@ def envelope_problem(obj: object) -> str | None:
     Checks only the envelope (FORMAT §2): the Surface fields' contents are the
     Surface rules' business.
     """
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict):
         return "an event must be a JSON object"
     for key in obj:
         if key not in ENVELOPE_KEYS:
@@ -53,10 +52,15 @@ def envelope_problem(obj: object) -> str | None:
     kind = obj.get("type")
     if type(kind) is not str or not kind:
         return "type must be a non-empty string"
-    seq = as_safe_int(obj.get("seq"))
+    seq = obj.get("seq")
+    if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER:
+        seq = as_safe_int(seq)
     if seq is None or seq < 0:
         return "seq must be a non-negative safe integer"
-    if as_safe_int(obj.get("time")) is None:
+    moment = obj.get("time")
+    if (type(moment) is not int or not -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER) and as_safe_int(
+        moment
+    ) is None:
         return "time must be a safe integer"
     if "data" not in obj:
         return "data is missing"

@@ -258,13 +258,38 @@ def snapshot(value: Any, path: str = "data") -> Any:
 
 
 def adopt(value: Any) -> Any:
-    """Freeze a value freshly decoded from JSON (trusted: no validation)."""
+    """Freeze a value freshly decoded from JSON and handed over by the caller.
+
+    No validation (JSON decoding already guarantees JSON values). Nested plain
+    containers are replaced in place inside the given value, which the caller must
+    not use afterwards.
+    """
     kind = type(value)
     if kind is dict:
-        return FrozenDict({key: adopt(item) for key, item in value.items()})
+        return _adopt_dict(value)
     if kind is list:
-        return FrozenList([adopt(item) for item in value])
+        return _adopt_list(value)
     return value
+
+
+def _adopt_dict(value: dict[str, Any]) -> FrozenDict:
+    for key, item in value.items():
+        kind = type(item)
+        if kind is dict:
+            value[key] = _adopt_dict(item)
+        elif kind is list:
+            value[key] = _adopt_list(item)
+    return FrozenDict(value)
+
+
+def _adopt_list(value: list[Any]) -> FrozenList:
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is dict:
+            value[index] = _adopt_dict(item)
+        elif kind is list:
+            value[index] = _adopt_list(item)
+    return FrozenList(value)
 
 
 def thaw(value: Any) -> Any:

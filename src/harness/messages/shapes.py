@@ -1,35 +1,35 @@
 """Seed-time shape checks of message and request-header events (FORMAT §7.2 steps 4–5).
 
 These run when a log is restored or loaded, not on live appends (FORMAT §7.5).
-Each function returns the reason a payload is refused, or ``None``.
+Each function returns the reason a payload is refused, or ``None``. Payloads are
+JSON values as harness holds them (JSON objects are ``dict``/``FrozenDict``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["message_event_problem", "request_header_problem"]
 
 
 def _non_empty_str(value: object) -> bool:
-    return isinstance(value, str) and value != ""
+    return type(value) is str and value != ""
 
 
 def request_header_problem(data: Any) -> str | None:
     """Why a ``request/header`` payload is malformed, or ``None``."""
-    header = data.get("header") if isinstance(data, Mapping) else None
-    config = header.get("config") if isinstance(header, Mapping) else None
-    if not isinstance(config, Mapping) or not _non_empty_str(config.get("provider")) or not _non_empty_str(
+    header = data.get("header") if isinstance(data, dict) else None
+    config = header.get("config") if isinstance(header, dict) else None
+    if not isinstance(config, dict) or not _non_empty_str(config.get("provider")) or not _non_empty_str(
         config.get("model")
     ):
         return "lacks provider/model in its config"
-    assert isinstance(header, Mapping)
+    assert isinstance(header, dict)
     if "reasoningEffort" in config and not _non_empty_str(config["reasoningEffort"]):
         return "has an invalid reasoningEffort (must be a non-empty string)"
     if "adapterDefaults" in header:
         markers = header["adapterDefaults"]
-        if not isinstance(markers, Mapping):
+        if not isinstance(markers, dict):
             return "has invalid adapterDefaults (must be an object)"
         for key, value in markers.items():
             if key not in ("reasoningEffort", "maxTokens"):
@@ -46,14 +46,14 @@ def message_event_problem(kind: str, data: Any) -> str | None:
 
     ``kind`` is ``user/message``, ``assistant/message`` or ``tool/result``.
     """
-    message = data if kind == "user/message" else (data.get("message") if isinstance(data, Mapping) else None)
-    if not isinstance(message, Mapping) or not _non_empty_str(message.get("id")):
+    message = data if kind == "user/message" else (data.get("message") if isinstance(data, dict) else None)
+    if not isinstance(message, dict) or not _non_empty_str(message.get("id")):
         return "lacks an identified message"
     expected_role = "assistant" if kind == "assistant/message" else "user"
     if message.get("role") != expected_role:
         return f"must have role {expected_role!r}"
     source = message.get("source")
-    if not isinstance(source, Mapping) or not _non_empty_str(source.get("kind")):
+    if not isinstance(source, dict) or not _non_empty_str(source.get("kind")):
         return "has an invalid source"
     content = message.get("content")
     if not isinstance(content, list | tuple):
@@ -69,7 +69,7 @@ def message_event_problem(kind: str, data: Any) -> str | None:
             return "must have tool source with a callId"
         if (
             len(content) != 1
-            or not isinstance(content[0], Mapping)
+            or not isinstance(content[0], dict)
             or content[0].get("type") != "tool-result"
             or not isinstance(content[0].get("content"), list | tuple)
         ):

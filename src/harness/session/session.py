@@ -11,6 +11,7 @@ Threading: a session is not thread-safe; use it from one thread (or one event lo
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import deque
@@ -367,6 +368,22 @@ def _restore(
     except InvalidHeader as error:
         raise InvalidSeed(f"invalid session header: {error}", index=None, rule="header") from None
     session = Session(typed_header, clock=clock)
+    # A restore allocates millions of acyclic JSON containers; the cyclic garbage
+    # collector would rescan the growing heap again and again for nothing.
+    collector_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _validate_seed(session, seed, decoded=decoded)
+    finally:
+        if collector_was_enabled:
+            gc.enable()
+    session._first_live_seq = len(session._events)
+    if not session._events or session._events[-1].type != END_SEED:
+        session.append(END_SEED, FrozenDict())
+    return session
+
+
+def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], *, decoded: bool) -> None:
     events = session._events
     surface = session._surface
     for index, item in enumerate(seed):
@@ -439,7 +456,3 @@ def _restore(
         )
         surface.apply(transition)
         events.append(event)
-    session._first_live_seq = len(events)
-    if not events or events[-1].type != END_SEED:
-        session.append(END_SEED, FrozenDict())
-    return session
