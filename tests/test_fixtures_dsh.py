@@ -1,0 +1,174 @@
+"""Real session logs written by DeepSeek Harness load, validate and repair here.
+
+The files in ``../shared/fixtures/dsh`` were written by the TypeScript reference.
+The raw ``.jsonl`` ones are read line by line (packed chunk rows expanded, FORMAT
+§9.2), restored with every check of FORMAT §7, and compared with what dsh did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness
+from harness.events.json import dumps, loads
+from harness.events.packed import PackedRowError, expand_row, is_packed_row
+from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "dsh"
+RAW_FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl") if "DERIVED" not in p.name)
+
+
+def read_raw(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    lines = (FIXTURES / name).read_bytes().split(b"\n")
+    assert lines[-1] == b"", "every fixture line ends with a newline"
+    header = loads(lines[0])
+    events: list[dict[str, Any]] = []
+    for line in lines[1:-1]:
+        record = loads(line)
+        events.extend(expand_row(record) if is_packed_row(record) else [record])
+    return header, events
+
+
+def restore(name: str) -> harness.Session:
+    header, events = read_raw(name)
+    header.pop("type")
+    return harness.Session.from_decoded(header["id"], events, header)
+
+
+def test_fixtures_are_present() -> None:
+    assert len(RAW_FILES) >= 10, f"expected the dsh fixtures in {FIXTURES}"
+
+
+@pytest.mark.parametrize("name", RAW_FILES)
+def test_dsh_log_restores_with_full_validation(name: str) -> None:
+    _, events = read_raw(name)
+    session = restore(name)
+    assert [e.seq for e in session.events][: len(events)] == list(range(len(events)))
+    # Restored events re-encode to the same JSON values dsh wrote (key order aside).
+    for original, event in zip(events, session.events, strict=False):
+        assert loads(harness.encode_event(event)) == original
+    fold = harness.fold_surface(list(session.events))
+    assert list(fold.nodes) == list(session.surface.nodes)
+    assert session.events[-1].type == "session/end-seed"
+
+
+def test_packed_and_unpacked_files_hold_the_same_chunks() -> None:
+    _, packed = read_raw("02-tool-call.jsonl")
+    _, unpacked = read_raw("02-tool-call-unpacked.jsonl")
+    shape = [(e["type"], e["data"].get("chunk", {}).get("type")) for e in packed]
+    assert shape == [(e["type"], e["data"].get("chunk", {}).get("type")) for e in unpacked]
+    assert len(packed) == len(unpacked)
+
+
+def test_packed_rows_expand_in_format_key_order() -> None:
+    _, events = read_raw("02-tool-call.jsonl")
+    deltas = [
+        e
+        for e in events
+        if e["type"] == "assistant/chunk" and e["data"]["chunk"]["type"] == "tool-call-delta"
+    ]
+    assert deltas
+    assert dumps(deltas[0]).startswith(b'{"type":"assistant/chunk","seq":')
+    assert list(deltas[0]["data"]["chunk"]) == ["type", "index", "id", "name", "argumentsDelta"]
+
+
+def test_compaction_fixture_replaces_the_surface() -> None:
+    session = restore("03-manual-compact.jsonl")
+    fold = harness.fold_surface(list(session.events))
+    assert session.surface.replace_generation == 1
+    (replacement,) = fold.replacements
+    checkpoint = session.events[replacement.seq]
+    assert checkpoint.type == "user/message"
+    assert checkpoint.data["source"]["plugin"] == "compact"
+    messages = session.derive_messages()
+    assert messages[0].id == checkpoint.data["id"]
+
+
+@pytest.mark.parametrize(
+    ("killed", "resumed"),
+    [
+        ("04-killed-during-tool.jsonl", "05-resumed-after-kill-during-tool.jsonl"),
+        ("04-killed-mid-stream.jsonl", "05-resumed-after-kill-mid-stream.jsonl"),
+    ],
+)
+def test_repair_closers_match_what_dsh_wrote(killed: str, resumed: str) -> None:
+    """FORMAT §8 / §13 E: our closers equal dsh's, except the model-visible wording."""
+    session = restore(killed)
+    stored = list(session.events)[:-1]  # without our end-seed
+    closers = harness.repair_closers(stored)
+    _, after = read_raw(resumed)
+    expected = after[len(stored) : len(stored) + len(closers)]
+    assert [c.type for c in closers] == [e["type"] for e in expected]
+    assert after[len(stored) + len(closers)]["type"] == "session/end-seed"
+    for ours, theirs in zip(closers, expected, strict=True):
+        ours_json = loads(harness.encode_event(ours))
+        if ours.type == "tool/result":
+            ours_text = ours_json["data"]["message"]["content"][0]["content"][0].pop("text")
+            theirs["data"]["message"]["content"][0]["content"][0].pop("text")
+            assert ours_text == TOOL_OUTCOME_UNKNOWN_TEXT
+        assert ours_json == theirs
+
+
+def test_resumed_fixture_has_no_open_turn() -> None:
+    session = restore("05-resumed-after-kill-during-tool.jsonl")
+    assert harness.repair_closers(list(session.events)) == []
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a"]},
+        },
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": []},
+        },
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 1.5,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": ["a"]},
+        },
+        {"type": "text-chunks", "seq0": 0, "time0": 1, "extra": 1, "data": {}},
+        {
+            "type": "tool-call-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]},
+        },
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 2**53 - 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [5], "texts": ["a", "b"]},
+        },
+    ],
+)
+def test_bad_packed_rows_are_unparsable(row: dict[str, Any]) -> None:
+    with pytest.raises(PackedRowError):
+        expand_row(row)
+
+
+def test_packed_row_negative_gaps_decode_exactly() -> None:
+    """FORMAT §13 case 66: times 1000, 990, 995 → negative dt, exact decode."""
+    row = {
+        "type": "text-chunks",
+        "seq0": 4,
+        "time0": 1000,
+        "data": {"turn": 1, "step": 2, "index": 0, "dt": [-10, 5], "texts": ["a", "b", "c"]},
+    }
+    events = expand_row(row)
+    assert [(e["seq"], e["time"], e["data"]["chunk"]["text"]) for e in events] == [
+        (4, 1000, "a"),
+        (5, 990, "b"),
+        (6, 995, "c"),
+    ]
