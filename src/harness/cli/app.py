@@ -12,6 +12,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from harness import __version__
+
+        typer.echo(f"harness {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Durable, auditable sessions for LLM agents."""
+
+
 @app.command()
 def demo() -> None:
     """Build a session in memory, restore it from its own JSON lines, and show log and Surface."""

@@ -40,6 +40,7 @@ __all__ = [
     "adopt",
     "dumps",
     "is_safe_int",
+    "json_equal",
     "loads",
     "snapshot",
     "thaw",
@@ -290,6 +291,27 @@ def _adopt_list(value: list[Any]) -> FrozenList:
         elif kind is list:
             value[index] = _adopt_list(item)
     return FrozenList(value)
+
+
+def json_equal(left: Any, right: Any) -> bool:
+    """Deep equality of JSON values as JSON sees them.
+
+    Unlike ``==``, ``true`` is not ``1`` and ``false`` is not ``0``; ``1`` and ``1.0``
+    are the same JSON number; arrays may be lists or tuples, objects any mapping.
+    """
+    if isinstance(left, bool) or isinstance(right, bool):
+        return type(left) is type(right) and left == right
+    if isinstance(left, Mapping):
+        if not isinstance(right, Mapping) or len(left) != len(right):
+            return False
+        return all(key in right and json_equal(item, right[key]) for key, item in left.items())
+    if isinstance(left, list | tuple):
+        if not isinstance(right, list | tuple) or len(left) != len(right):
+            return False
+        return all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    return type(left) is type(right) and bool(left == right)
 
 
 def thaw(value: Any) -> Any:

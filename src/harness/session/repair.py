@@ -76,14 +76,16 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
             for call_id in _tool_call_ids(data.get("message")):
                 pending[call_id] = _Pending(call_id, data.get("step"))
         elif kind == "tool/call":
-            call = pending.get(data.get("callId"))  # type: ignore[arg-type]
+            called = data.get("callId")
+            call = pending.get(called) if isinstance(called, str) else None
             if call is not None:
                 call.call_seq = event.seq
         elif kind == "tool/result":
             message = data.get("message")
             source = message.get("source") if isinstance(message, Mapping) else None
-            if isinstance(source, Mapping):
-                pending.pop(source.get("callId"), None)  # type: ignore[arg-type]
+            answered = source.get("callId") if isinstance(source, Mapping) else None
+            if isinstance(answered, str):
+                pending.pop(answered, None)
     if turn is None or not events:
         return []
     last = events[-1]

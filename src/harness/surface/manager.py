@@ -17,7 +17,7 @@ from typing import Any, Final, NamedTuple
 from harness.errors import InvalidEvent
 from harness.events.envelope import as_safe_int
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
-from harness.events.json import MAX_SAFE_INTEGER
+from harness.events.json import MAX_SAFE_INTEGER, json_equal
 from harness.events.vocabulary import SURFACE_TYPES
 
 __all__ = ["MISSING", "SurfaceManager", "SurfaceRuleError", "Transition", "parse_surface_op"]
@@ -174,18 +174,18 @@ class SurfaceManager:
     ) -> Transition:
         """Validate one candidate event without changing any state.
 
-        ``surface_op``/``source_event_seqs`` may be raw wire values; ``MISSING`` (or
-        ``None``, for convenience) means absent. Raises ``SurfaceRuleError`` with the rule's wording.
+        ``surface_op``/``source_event_seqs`` may be raw wire values; only ``MISSING``
+        means absent (a JSON ``null`` is a value, and an invalid one). Raises ``SurfaceRuleError`` with the rule's wording.
         """
         if seq != self._next_seq:
             raise SurfaceRuleError(f"event seq {seq} is not contiguous (expected {self._next_seq})")
         if kind not in SURFACE_TYPES:
-            if surface_op is not MISSING and surface_op is not None:
+            if surface_op is not MISSING:
                 raise SurfaceRuleError(f"{kind} cannot carry a surfaceOp")
-            if source_event_seqs is not MISSING and source_event_seqs is not None:
+            if source_event_seqs is not MISSING:
                 raise SurfaceRuleError(f"{kind} cannot carry sourceEventSeqs")
             return _new_tuple(Transition, (seq, None, None, -1, -1))
-        if surface_op is MISSING or surface_op is None:
+        if surface_op is MISSING:
             raise SurfaceRuleError(f"{kind} requires a surfaceOp marker")
         op = parse_surface_op(surface_op)
         if op == APPEND:
@@ -220,7 +220,7 @@ class SurfaceManager:
         original = self._events[shadowed[0] - self._base]
         if original.type != "tool/result":
             raise SurfaceRuleError("tool/result replace must target a current tool/result")
-        if _masked_tool_result(original.data) != _masked_tool_result(data):
+        if not json_equal(_masked_tool_result(original.data), _masked_tool_result(data)):
             raise SurfaceRuleError("tool/result replace may change only content of the tool result")
 
     def apply(self, transition: Transition) -> None:
