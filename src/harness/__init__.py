@@ -33,7 +33,7 @@ from harness.session.repair import repair_closers
 from harness.session.request import NoRequestHeader, build_request, fold_request_header
 from harness.session.session import EventLog, Session, fork_seed
 from harness.surface.fold import Replacement, SurfaceFold, fold_surface
-from harness.surface.manager import SurfaceManager, SurfaceRuleError
+from harness.surface.manager import SurfaceManager, SurfaceRuleError, SurfaceView
 
 __version__ = "0.1.0"
 
@@ -63,6 +63,7 @@ __all__ = [
     "SurfaceManager",
     "SurfaceOp",
     "SurfaceRuleError",
+    "SurfaceView",
     "TokenUsage",
     "__version__",
     "assistant_message",

@@ -26,7 +26,7 @@ from harness.events.vocabulary import SURFACE_TYPES
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
-from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError
+from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError, SurfaceView
 from harness.surface.projection import project
 
 __all__ = ["END_SEED", "EventLog", "Observer", "Session", "fork_seed"]
@@ -179,12 +179,9 @@ class Session:
         return EventLog(self._events)
 
     @property
-    def surface(self) -> SurfaceManager:
-        """The Surface: ``nodes`` (read-only view) and ``replace_generation``.
-
-        Only read it; the session is the one writer.
-        """
-        return self._surface
+    def surface(self) -> SurfaceView:
+        """The Surface, read-only and live: ``nodes`` and ``replace_generation``."""
+        return SurfaceView(self._surface)
 
     @property
     def first_live_seq(self) -> int:

@@ -20,7 +20,7 @@ from harness.events.event import APPEND, Event, Replace, SurfaceOp
 from harness.events.json import MAX_SAFE_INTEGER, json_equal
 from harness.events.vocabulary import SURFACE_TYPES
 
-__all__ = ["MISSING", "SurfaceManager", "SurfaceRuleError", "Transition", "parse_surface_op"]
+__all__ = ["MISSING", "SurfaceManager", "SurfaceRuleError", "SurfaceView", "Transition", "parse_surface_op"]
 
 _REPLACE_KEYS: Final = frozenset({"op", "start", "end"})
 
@@ -175,7 +175,8 @@ class SurfaceManager:
         """Validate one candidate event without changing any state.
 
         ``surface_op``/``source_event_seqs`` may be raw wire values; only ``MISSING``
-        means absent (a JSON ``null`` is a value, and an invalid one). Raises ``SurfaceRuleError`` with the rule's wording.
+        means absent (a JSON ``null`` is a value, and an invalid one). Raises
+        ``SurfaceRuleError`` with the rule's wording.
         """
         if seq != self._next_seq:
             raise SurfaceRuleError(f"event seq {seq} is not contiguous (expected {self._next_seq})")
@@ -254,6 +255,39 @@ class SurfaceManager:
         transition = self.validate_next(event)
         self.apply(transition)
         return transition
+
+
+class SurfaceView:
+    """A read-only window on a ``SurfaceManager``: what ``Session.surface`` returns.
+
+    It reflects the live state (``nodes`` is a live read-only view; ``replace_generation``
+    is read at each access) and offers no way to change it.
+    """
+
+    __slots__ = ("_manager",)
+
+    def __init__(self, manager: SurfaceManager) -> None:
+        self._manager = manager
+
+    @property
+    def nodes(self) -> Sequence[int]:
+        """The current node seqs, in model order."""
+        return self._manager.nodes
+
+    @property
+    def replace_generation(self) -> int:
+        """How many replaces have been applied."""
+        return self._manager.replace_generation
+
+    @property
+    def base_seq(self) -> int:
+        return self._manager.base_seq
+
+    def __len__(self) -> int:
+        return len(self._manager)
+
+    def __repr__(self) -> str:
+        return f"Surface(nodes={len(self)}, replace_generation={self.replace_generation})"
 
 
 class _NodesView(Sequence[int]):
