@@ -13,6 +13,8 @@ from harness.errors import (
     InvalidEventData,
     InvalidHeader,
     InvalidSeed,
+    NoRequestHeader,
+    SurfaceRuleError,
 )
 from harness.events.envelope import encode_event
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
@@ -30,10 +32,10 @@ from harness.messages.model import (
 from harness.messages.request import EpochHeader, GenerateOptions, classify_request_header
 from harness.session.header import SessionHeader
 from harness.session.repair import repair_closers
-from harness.session.request import NoRequestHeader, build_request, fold_request_header
+from harness.session.request import build_request, fold_request_header
 from harness.session.session import EventLog, Session, fork_seed
 from harness.surface.fold import Replacement, SurfaceFold, fold_surface
-from harness.surface.manager import SurfaceManager, SurfaceRuleError, SurfaceView
+from harness.surface.manager import SurfaceManager, SurfaceView
 
 __version__ = "0.1.0"
 

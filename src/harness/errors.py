@@ -4,11 +4,13 @@ Every error the public API raises on bad input or a refused operation is a
 ``HarnessError``; each message says what was wrong and, where it can, where::
 
     HarnessError
-    ├── InvalidEvent              an append refused by the envelope or Surface rules
-    │   └── InvalidEventData      event data that is not lossless JSON (names the path)
+    ├── InvalidEvent              an append refused (bad type, legacy format, bad option)
+    │   ├── InvalidEventData      event data that is not lossless JSON (names the path)
+    │   └── SurfaceRuleError      a Surface rule broken (FORMAT §6 wording in ``.detail``)
     ├── InvalidHeader             a session header that breaks FORMAT §1 / §7.1
     ├── InvalidSeed               a restore seed refused (names the index and the rule)
-    └── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN, ...)
+    ├── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN)
+    └── NoRequestHeader           a request built with no header given and none in the log
 
 Every class also derives from ``ValueError`` where the cause is bad input, so code
 that only knows the standard library can still catch it.
@@ -23,6 +25,8 @@ __all__ = [
     "InvalidEventData",
     "InvalidHeader",
     "InvalidSeed",
+    "NoRequestHeader",
+    "SurfaceRuleError",
 ]
 
 
@@ -45,6 +49,14 @@ class InvalidEventData(InvalidEvent):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class SurfaceRuleError(InvalidEvent):
+    """A candidate event breaks a Surface rule. ``detail`` is the rule's wording."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
 
 
 class InvalidHeader(HarnessError, ValueError):
@@ -70,3 +82,7 @@ class ForkError(HarnessError, ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
+
+
+class NoRequestHeader(HarnessError):
+    """``build_request`` found no header: pass one, or append a ``request/header`` first."""

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.errors import HarnessError
+from harness.errors import NoRequestHeader
 from harness.events.event import Event
 from harness.messages.request import EpochHeader, GenerateOptions
 from harness.session.session import Session
 
 __all__ = ["NoRequestHeader", "build_request", "fold_request_header"]
-
-
-class NoRequestHeader(HarnessError):
-    """``build_request`` found no header: pass one, or append a ``request/header`` first."""
 
 
 def fold_request_header(events: Sequence[Event]) -> EpochHeader | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
-from harness.errors import InvalidEvent
+from harness.errors import SurfaceRuleError
 from harness.events.envelope import as_safe_int
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
 from harness.events.json import MAX_SAFE_INTEGER, json_equal
@@ -34,14 +34,6 @@ class _Missing:
 
 MISSING: Final = _Missing()
 """Marks an absent ``surfaceOp``/``sourceEventSeqs`` (distinct from a JSON ``null``)."""
-
-
-class SurfaceRuleError(InvalidEvent):
-    """A candidate event breaks a Surface rule. ``detail`` is the rule's wording."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
 
 _new_tuple = tuple.__new__
