@@ -133,11 +133,15 @@ def bench_derive(small: int = 100, large: int = 100_000, repeats: int = 200) -> 
     def cost_after_one_append(nodes: int) -> float:
         session = harness.Session.create()
         for index in range(nodes):
-            session.append("user/message", harness.user_message(f"m{index}", id=f"u{index}"), surface_op="append")
+            session.append(
+                "user/message", harness.user_message(f"m{index}", id=f"u{index}"), surface_op="append"
+            )
         session.derive_messages()
         samples = []
         for index in range(repeats):
-            session.append("user/message", harness.user_message(f"x{index}", id=f"x{index}"), surface_op="append")
+            session.append(
+                "user/message", harness.user_message(f"x{index}", id=f"x{index}"), surface_op="append"
+            )
             start = time.perf_counter()
             session.derive_messages()
             samples.append(time.perf_counter() - start)
@@ -161,30 +165,44 @@ def bench_derive(small: int = 100, large: int = 100_000, repeats: int = 200) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=100_000, help="events in the restore benchmark")
     args = parser.parse_args()
 
     append = bench_append()
-    print(f"append (assistant/message, {append['message_line_bytes']:.0f}-byte line): "
-          f"{append['append_message_us']:.2f} µs median   [target ≤ 6 µs]")
+    print(
+        f"append (assistant/message, {append['message_line_bytes']:.0f}-byte line): "
+        f"{append['append_message_us']:.2f} µs median   [target ≤ 6 µs]"
+    )
     print(f"append (assistant/chunk text-delta):            {append['append_chunk_us']:.2f} µs median")
-    print(f"floor: orjson dumps+loads of the same data:      {append['orjson_floor_us']:.2f} µs "
-          f"(append / floor = {append['append_message_us'] / append['orjson_floor_us']:.1f}×)")
+    print(
+        f"floor: orjson dumps+loads of the same data:      {append['orjson_floor_us']:.2f} µs "
+        f"(append / floor = {append['append_message_us'] / append['orjson_floor_us']:.1f}×)"
+    )
     for name, figure in PUBLISHED.items():
         print(f"  vs {name}: {figure:.1f} µs → {figure / append['append_message_us']:.1f}× ours")
 
     restore = bench_restore(args.events)
-    print(f"restore + full validation of {restore['events']:.0f} events ({restore['megabytes']:.1f} MB): "
-          f"{restore['restore_mb_s']:.0f} MB/s")
-    print(f"floor: bare decode of the same lines:            {restore['bare_decode_mb_s']:.0f} MB/s "
-          f"(restore / decode time = {restore['restore_over_decode']:.2f}×)   [target ≤ 2×]")
+    print(
+        f"restore + full validation of {restore['events']:.0f} events ({restore['megabytes']:.1f} MB): "
+        f"{restore['restore_mb_s']:.0f} MB/s"
+    )
+    print(
+        f"floor: bare decode of the same lines:            {restore['bare_decode_mb_s']:.0f} MB/s "
+        f"(restore / decode time = {restore['restore_over_decode']:.2f}×)   [target ≤ 2×]"
+    )
 
     derive = bench_derive()
-    print(f"derive_messages after one append: {derive['derive_small_ms']:.4f} ms at 100 nodes, "
-          f"{derive['derive_large_ms']:.4f} ms at 100,000 nodes")
-    print(f"one list.copy() of 100,000 items: {derive['list_copy_large_ms']:.4f} ms; "
-          f"large / (small + copy) = {derive['large_over_small_plus_copy']:.2f}×   [target ≤ 2×]")
+    print(
+        f"derive_messages after one append: {derive['derive_small_ms']:.4f} ms at 100 nodes, "
+        f"{derive['derive_large_ms']:.4f} ms at 100,000 nodes"
+    )
+    print(
+        f"one list.copy() of 100,000 items: {derive['list_copy_large_ms']:.4f} ms; "
+        f"large / (small + copy) = {derive['large_over_small_plus_copy']:.2f}×   [target ≤ 2×]"
+    )
 
 
 if __name__ == "__main__":

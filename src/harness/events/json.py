@@ -58,6 +58,9 @@ class FrozenDict(dict[str, Any]):
 
     Every mutating method raises ``TypeError``. Construct one with ``snapshot``
     (validating) or ``FrozenDict(mapping)`` (trusting the values to be frozen).
+    Calling ``dict`` methods unbound (``dict.__setitem__(d, ...)``, ``d.__init__(...)``)
+    bypasses the type on purpose and is not guarded: blocking it would cost every
+    append a Python-level constructor.
     """
 
     __slots__ = ()

@@ -55,10 +55,19 @@ def new_message_id() -> str:
 
 
 class _View:
-    __slots__ = ("raw",)
+    __slots__ = ("_raw",)
+    _raw: Mapping[str, Any]
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw = raw
+        object.__setattr__(self, "_raw", raw)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        """The underlying read-only JSON."""
+        return self._raw
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.raw.get(key, default)

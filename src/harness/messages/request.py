@@ -31,11 +31,22 @@ HeaderReason: TypeAlias = Literal["initial", "resume", "change"]
 class EpochHeader:
     """A read-only view over request-header JSON with typed accessors."""
 
-    __slots__ = ("_canonical", "raw")
+    __slots__ = ("_canonical", "_raw")
+    _canonical: tuple[Any, ...] | None
+    _raw: Mapping[str, Any]
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
-        self.raw: Mapping[str, Any] = raw if isinstance(raw, FrozenDict) else snapshot(dict(raw), "header")
-        self._canonical: tuple[Any, ...] | None = None
+        frozen = raw if isinstance(raw, FrozenDict) else snapshot(dict(raw), "header")
+        object.__setattr__(self, "_raw", frozen)
+        object.__setattr__(self, "_canonical", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("EpochHeader is read-only")
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        """The header's read-only JSON."""
+        return self._raw
 
     @classmethod
     def build(
@@ -103,9 +114,10 @@ class EpochHeader:
         """The comparison key of FORMAT §4 (config, markers, system, tools)."""
         if self._canonical is None:
             markers = tuple(sorted(k for k, v in self.adapter_defaults.items() if v is True))
-            tools = tuple(dumps(tool) for tool in self.tools)
-            config = tuple(sorted((k, dumps(v)) for k, v in self.config.items()))
-            self._canonical = (config, markers, self.system or "", tools)
+            tools = tuple(dumps(_json_numbers(tool)) for tool in self.tools)
+            config = tuple(sorted((k, dumps(_json_numbers(v))) for k, v in self.config.items()))
+            object.__setattr__(self, "_canonical", (config, markers, self.system or "", tools))
+        assert self._canonical is not None
         return self._canonical
 
     def to_json(self) -> Mapping[str, Any]:
@@ -121,6 +133,17 @@ class EpochHeader:
 
     def __repr__(self) -> str:
         return f"EpochHeader({self.provider}/{self.model}, tools={len(self.tools)})"
+
+
+def _json_numbers(value: Any) -> Any:
+    """``value`` with integral floats as ints, so ``1`` and ``1.0`` (one JSON number) compare equal."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {key: _json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_numbers(item) for item in value]
+    return value
 
 
 def classify_request_header(
