@@ -7,6 +7,7 @@ The raw ``.jsonl`` ones are read line by line (packed chunk rows expanded, FORMA
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,20 @@ from harness.events.json import dumps, loads
 from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "dsh"
+
+def _find_fixtures() -> Path:
+    """``shared/fixtures/dsh`` beside the checkout (or above it), or ``$HARNESS_DSH_FIXTURES``."""
+    override = os.environ.get("HARNESS_DSH_FIXTURES")
+    if override:
+        return Path(override)
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "shared" / "fixtures" / "dsh"
+        if candidate.is_dir():
+            return candidate
+    return Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "dsh"
+
+
+FIXTURES = _find_fixtures()
 RAW_FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl") if "DERIVED" not in p.name)
 
 
