@@ -741,7 +741,7 @@ B = 400_000
 
 
 def _window_event(seq: int, kind: str, data: Any, op: Any, sources: tuple[int, ...] | None) -> Event:
-    return Event(kind, seq, 2000 + seq - B, snapshot(data), op, sources)
+    return Event.create(kind, seq, 2000 + seq - B, snapshot(data), op, sources)
 
 
 def test_c29_window_mode_folds_from_base_seq() -> None:
@@ -901,10 +901,10 @@ def test_c31_validate_next_does_not_mutate_the_manager() -> None:
     manager = SurfaceManager(list(session.events))
     for event in session.events:
         manager.advance(event)
-    bad = Event("user/message", 2, 1, snapshot(user_data()), Replace(0, 1), (0,))
+    bad = Event.create("user/message", 2, 1, snapshot(user_data()), Replace(0, 1), (0,))
     with pytest.raises(SurfaceRuleError, match="missing 1"):
         manager.validate_next(bad)
-    good = Event("user/message", 2, 1, snapshot(user_data()), Replace(0, 1), (0, 1))
+    good = Event.create("user/message", 2, 1, snapshot(user_data()), Replace(0, 1), (0, 1))
     manager.validate_next(good)  # a valid check commits nothing either
     assert list(manager.nodes) == [0, 1]
     assert manager.replace_generation == 0

@@ -332,7 +332,10 @@ def test_d35_invalid_boundaries_are_refused() -> None:
     assert info.value.code == "INVALID_BOUNDARY"
 
     # An index whose event carries another seq is a mismatch.
-    shifted = [Event("turn/start", 0, 1, {"turn": 1}), Event("turn/end", 7, 2, {"turn": 1, "reason": {}})]
+    shifted = [
+        Event.create("turn/start", 0, 1, {"turn": 1}),
+        Event.create("turn/end", 7, 2, {"turn": 1, "reason": {}}),
+    ]
     with pytest.raises(ForkError) as info:
         fork_seed(shifted, 1)
     assert info.value.code == "INVALID_BOUNDARY"

@@ -10,7 +10,7 @@ import math
 from typing import Final
 
 from harness.events.event import Event
-from harness.events.json import MAX_SAFE_INTEGER, dumps
+from harness.events.json import MAX_SAFE_INTEGER
 
 __all__ = [
     "ENVELOPE_KEYS",
@@ -71,4 +71,4 @@ def envelope_problem(obj: object) -> str | None:
 
 def encode_event(event: Event) -> bytes:
     """One event as compact JSON bytes (no trailing newline), in wire key order."""
-    return dumps(event.to_json())
+    return event.encode()

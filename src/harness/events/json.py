@@ -38,7 +38,11 @@ __all__ = [
     "FrozenList",
     "JsonValue",
     "adopt",
+    "check_json",
+    "decode_frozen",
     "dumps",
+    "dumps_kept",
+    "encode_json",
     "is_safe_int",
     "json_equal",
     "loads",
@@ -246,6 +250,85 @@ def format_path(root: str, parts: Iterable[str | int]) -> str:
     return "".join(out)
 
 
+def _check_dict(value: Any, depth: int) -> None:
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _Bad(f"object key {key!r} is not a string")
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        if kind is int:
+            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+        elif kind is dict or kind is FrozenDict:
+            try:
+                _check_dict(item, depth + 1)
+            except _Bad as bad:
+                bad.path.append(key)
+                raise
+            continue
+        elif kind is list or kind is FrozenList:
+            try:
+                _check_list(item, depth + 1)
+            except _Bad as bad:
+                bad.path.append(key)
+                raise
+            continue
+        elif kind is float and math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0):
+            continue
+        refused = _Bad(_refusal(item))
+        refused.path.append(key)
+        raise refused
+
+
+def _check_list(value: Any, depth: int) -> None:
+    if depth >= MAX_DEPTH:
+        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+    for index, item in enumerate(value):
+        kind = type(item)
+        if kind is str or item is None or kind is bool:
+            continue
+        try:
+            if kind is dict or kind is FrozenDict:
+                _check_dict(item, depth + 1)
+            elif kind is list or kind is FrozenList:
+                _check_list(item, depth + 1)
+            else:
+                _freeze_scalar(item)
+        except _Bad as bad:
+            bad.path.append(index)
+            raise
+
+
+def check_json(value: Any, path: str = "data") -> None:
+    """Raise ``InvalidEventData`` (naming the path) unless ``value`` is lossless JSON."""
+    kind = type(value)
+    try:
+        if kind is dict or kind is FrozenDict:
+            _check_dict(value, 0)
+        elif kind is list or kind is FrozenList:
+            _check_list(value, 0)
+        else:
+            _freeze_scalar(value)
+    except _Bad as bad:
+        raise InvalidEventData(format_path(path, reversed(bad.path)), bad.reason) from None
+    except RecursionError:
+        raise InvalidEventData(path, "nested too deeply (or cyclic)") from None
+
+
+def encode_json(value: Any, path: str = "data") -> bytes:
+    """Validate ``value`` as lossless JSON and return its encoding: a snapshot as bytes."""
+    check_json(value, path)
+    return dumps_kept(value)
+
+
+def decode_frozen(data: bytes) -> Any:
+    """Decode JSON bytes into a read-only value."""
+    return adopt(loads(data))
+
+
 def snapshot(value: Any, path: str = "data") -> Any:
     """Validate ``value`` as lossless JSON and return a deep read-only copy.
 
@@ -353,6 +436,15 @@ def dumps(value: Any) -> bytes:
         if "surrogates" in str(error):
             return _dumps_with_surrogates(value)
         raise
+
+
+def dumps_kept(value: Any) -> bytes:
+    """``dumps`` for bytes that will be kept (event data): an exact-size copy.
+
+    orjson's result sits in a larger allocation; keeping many of them costs memory
+    and, measured here, several µs per event in allocator work. A copy is ~0.1 µs.
+    """
+    return bytes(memoryview(dumps(value)))
 
 
 def _refuse_constant(token: str) -> NoReturn:

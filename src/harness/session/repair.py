@@ -121,7 +121,7 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
             else FrozenDict(name="ToolNotStartedError", code="TOOL_NOT_STARTED")
         )
         closers.append(
-            Event(
+            Event.create(
                 type="tool/result",
                 seq=seq,
                 time=now,
@@ -132,10 +132,12 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
         )
         seq += 1
     if step is not None:
-        closers.append(Event(type="step/end", seq=seq, time=now, data=FrozenDict(turn=turn, step=step)))
+        closers.append(
+            Event.create(type="step/end", seq=seq, time=now, data=FrozenDict(turn=turn, step=step))
+        )
         seq += 1
     closers.append(
-        Event(
+        Event.create(
             type="turn/end",
             seq=seq,
             time=now,

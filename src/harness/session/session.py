@@ -1,7 +1,7 @@
 """The event-sourced ``Session`` (SPEC §3, FORMAT §7).
 
 A session owns an append-only log of ``Event`` and the Surface folded from it.
-``append`` is the in-memory commit point: it snapshots and freezes the data,
+``append`` is the in-memory commit point: it snapshots the data (to JSON bytes),
 assigns ``seq = len(log)`` and ``time``, validates the event under the Surface
 rules, pushes it and then tells the observers. It never waits for I/O; a store's
 observer makes events durable and ``SessionStore.flush`` is the durability point.
@@ -21,7 +21,7 @@ from typing import Any, Final, overload
 from harness.errors import ForkError, InvalidEvent, InvalidEventData, InvalidHeader, InvalidSeed
 from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import Event, SurfaceOp
-from harness.events.json import FrozenDict, adopt, snapshot
+from harness.events.json import FrozenDict, check_json, dumps_kept
 from harness.events.vocabulary import SURFACE_TYPES
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
@@ -158,7 +158,7 @@ class Session:
         from JSON text and handed over (the caller keeps no reference to it).
 
         JSON decoding already guarantees losslessness, so step 1 of FORMAT §7.2 is
-        skipped and the data is frozen in place of a validating copy. Every other
+        skipped and the data is re-encoded without a validating walk. Every other
         check runs exactly as in ``from_restore``.
         """
         return _restore(id, seed, header, clock=clock, decoded=True)
@@ -257,8 +257,9 @@ class Session:
             raise InvalidEvent("unsupported legacy request/header-delta format")
         if ignorable is not True and ignorable is not False:
             raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
-        frozen = snapshot(data)
-        if type == "request/header" and isinstance(frozen, Mapping) and frozen.get("reason") == "fallback":
+        check_json(data)
+        data_json = dumps_kept(data)
+        if type == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
             raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
         events = self._events
         transition = self._surface.check(
@@ -266,13 +267,13 @@ class Session:
             len(events),
             MISSING if surface_op is None else surface_op,
             MISSING if source_event_seqs is None else source_event_seqs,
-            frozen,
+            data,
         )
         event = Event(
             type,
             transition.seq,
             self._clock(),
-            frozen,
+            data_json,
             transition.surface_op,
             transition.source_event_seqs,
             ignorable,
@@ -346,10 +347,6 @@ def fork_seed(events: Sequence[Event], boundary: int | None = None) -> list[Even
 # ---- restore ----------------------------------------------------------------------------
 
 
-def _seed_item(item: object) -> object:
-    return item.to_json() if isinstance(item, Event) else item
-
-
 def _restore(
     session_id: str,
     seed: Iterable[Event | Mapping[str, Any]],
@@ -359,13 +356,13 @@ def _restore(
     decoded: bool,
 ) -> Session:
     """Restore a session. ``decoded=True``: seed items are fresh JSON decodes owned by
-    the caller (a store), so the lossless walk is skipped and the data is adopted."""
+    the caller (a store), so the lossless walk is skipped."""
     try:
         typed_header = validate_header(header, session_id)
     except InvalidHeader as error:
         raise InvalidSeed(f"invalid session header: {error}", index=None, rule="header") from None
     session = Session(typed_header, clock=clock)
-    # A restore allocates millions of acyclic JSON containers; the cyclic garbage
+    # A restore walks millions of acyclic JSON containers; the cyclic garbage
     # collector would rescan the growing heap again and again for nothing.
     collector_was_enabled = gc.isenabled()
     gc.disable()
@@ -384,10 +381,15 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
     events = session._events
     surface = session._surface
     for index, item in enumerate(seed):
-        obj = _seed_item(item)
+        data_json: bytes | None = None
+        if isinstance(item, Event):
+            obj: Any = item.to_json()
+            data_json = item.data_json
+        else:
+            obj = item
         if not decoded:
             try:
-                obj = snapshot(obj, f"seed[{index}]")
+                check_json(obj, f"seed[{index}]")
             except InvalidEventData as error:
                 raise InvalidSeed(
                     f"seed event at index {index} is not losslessly JSON-serializable: {error}",
@@ -433,10 +435,9 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
                 index=index,
                 rule="contiguity",
             )
-        frozen = adopt(data) if decoded else data
         try:
             transition = surface.check(
-                kind, index, obj.get("surfaceOp", MISSING), obj.get("sourceEventSeqs", MISSING), frozen
+                kind, index, obj.get("surfaceOp", MISSING), obj.get("sourceEventSeqs", MISSING), data
             )
         except SurfaceRuleError as error:
             raise InvalidSeed(
@@ -446,7 +447,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
             kind,
             index,
             as_safe_int(obj["time"]),  # type: ignore[arg-type]
-            frozen,
+            data_json if data_json is not None else dumps_kept(data),
             transition.surface_op,
             transition.source_event_seqs,
             obj.get("ignorable") is True,
