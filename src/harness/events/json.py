@@ -138,100 +138,16 @@ def _refusal(value: object) -> str:
     return f"{type(value).__name__} is not a JSON value"
 
 
-def _freeze_dict(value: Any, depth: int) -> Any:
-    # The hot path of every append: scalars are checked inline and a mapping whose
-    # values are all scalars is copied by one C-level dict copy.
-    if depth >= MAX_DEPTH:
-        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
-    nested: dict[str, Any] | None = None
-    for key, item in value.items():
-        if type(key) is not str:
-            raise _Bad(f"object key {key!r} is not a string")
-        kind = type(item)
-        if kind is str or item is None or kind is bool:
-            continue
-        if kind is int:
-            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-        elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
-            try:
-                frozen = _freeze_dict(item, depth + 1) if kind is dict or kind is FrozenDict else (
-                    _freeze_list(item, depth + 1)
-                )
-            except _Bad as bad:
-                bad.path.append(key)
-                raise
-            if frozen is not item:
-                if nested is None:
-                    nested = {}
-                nested[key] = frozen
-            continue
-        elif kind is float and math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0):
-            continue
-        refused = _Bad(_refusal(item))
-        refused.path.append(key)
-        raise refused
-    if nested is None:
-        return value if type(value) is FrozenDict else FrozenDict(value)
-    return FrozenDict({**value, **nested})
-
-
-def _freeze_list(value: Any, depth: int) -> Any:
-    if depth >= MAX_DEPTH:
-        raise _Bad(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
-    nested: dict[int, Any] | None = None
-    for index, item in enumerate(value):
-        kind = type(item)
-        if kind is str or item is None or kind is bool:
-            continue
-        if kind is int:
-            if -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-        elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
-            try:
-                frozen = _freeze_dict(item, depth + 1) if kind is dict or kind is FrozenDict else (
-                    _freeze_list(item, depth + 1)
-                )
-            except _Bad as bad:
-                bad.path.append(index)
-                raise
-            if frozen is not item:
-                if nested is None:
-                    nested = {}
-                nested[index] = frozen
-            continue
-        elif kind is float and math.isfinite(item) and (item != 0.0 or math.copysign(1.0, item) > 0):
-            continue
-        refused = _Bad(_refusal(item))
-        refused.path.append(index)
-        raise refused
-    if nested is None:
-        return value if type(value) is FrozenList else FrozenList(value)
-    items = list(value)
-    for index, frozen in nested.items():
-        items[index] = frozen
-    return FrozenList(items)
-
-
-def _freeze_scalar(value: Any) -> Any:
+def _check_scalar(value: Any) -> None:
     kind = type(value)
     if kind is str or value is None or kind is bool:
-        return value
+        return
     if kind is int:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return value
+            return
     elif kind is float and math.isfinite(value) and (value != 0.0 or math.copysign(1.0, value) > 0):
-        return value
+        return
     raise _Bad(_refusal(value))
-
-
-def _freeze(value: Any, depth: int) -> Any:
-    kind = type(value)
-    if kind is dict or kind is FrozenDict:
-        return _freeze_dict(value, depth)
-    if kind is list or kind is FrozenList:
-        return _freeze_list(value, depth)
-    return _freeze_scalar(value)
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -296,7 +212,7 @@ def _check_list(value: Any, depth: int) -> None:
             elif kind is list or kind is FrozenList:
                 _check_list(item, depth + 1)
             else:
-                _freeze_scalar(item)
+                _check_scalar(item)
         except _Bad as bad:
             bad.path.append(index)
             raise
@@ -311,7 +227,7 @@ def check_json(value: Any, path: str = "data") -> None:
         elif kind is list or kind is FrozenList:
             _check_list(value, 0)
         else:
-            _freeze_scalar(value)
+            _check_scalar(value)
     except _Bad as bad:
         raise InvalidEventData(format_path(path, reversed(bad.path)), bad.reason) from None
     except RecursionError:
@@ -333,15 +249,12 @@ def snapshot(value: Any, path: str = "data") -> Any:
     """Validate ``value`` as lossless JSON and return a deep read-only copy.
 
     Raises ``InvalidEventData`` naming the path of the first bad value (for
-    example ``data.message.content[2].x``). Read-only values already made by
-    harness are reused, not copied.
+    example ``data.message.content[2].x``). A read-only value is returned as is.
     """
-    try:
-        return _freeze(value, 0)
-    except _Bad as bad:
-        raise InvalidEventData(format_path(path, reversed(bad.path)), bad.reason) from None
-    except RecursionError:
-        raise InvalidEventData(path, "nested too deeply (or cyclic)") from None
+    check_json(value, path)
+    if type(value) is FrozenDict or type(value) is FrozenList:
+        return value
+    return adopt(loads(dumps(value)))
 
 
 def adopt(value: Any) -> Any:
