@@ -1,0 +1,94 @@
+"""The storage backend interface every store backend implements (SPEC §4).
+
+A backend stores sessions as a header plus a contiguous run of events. It knows
+nothing of Surfaces or observers: ``SessionStore`` does the restoring, repairing
+and batching. One shared contract suite (``tests/stores/contract.py``) runs
+against every backend.
+
+Rules every backend keeps:
+
+* ``append(id, batch)`` is all-or-nothing and durable when it returns (fsync'd,
+  or committed by the database). ``batch[0].seq`` must equal the stored length
+  and the seqs must be contiguous, else ``SessionConflict`` and nothing is written.
+  An empty batch is a no-op. The first append of a created session publishes it.
+* ``read(id)`` never writes. It returns the committed events as wire objects
+  freshly decoded (packed rows expanded) and, when a crash left a torn tail, where
+  the committed region ends; damage the format calls corruption raises
+  ``CorruptSession`` and a foreign version ``UnsupportedFormat``.
+* ``repair(id, log, closers)`` cuts a torn tail back to the committed region and
+  appends the closers, durably, in one step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from harness.events.event import Event
+from harness.session.header import SessionHeader
+
+__all__ = ["Backend", "SessionInfo", "StoredLog", "TornTail"]
+
+
+class TornTail(msgspec.Struct, frozen=True):
+    """A crash cut the last write short: bytes after ``committed_offset`` are not part of the log."""
+
+    committed_offset: int
+    detail: str
+
+
+class StoredLog(msgspec.Struct, frozen=True):
+    """What ``read`` found: the header, the committed events (decoded wire objects), a torn tail."""
+
+    header: SessionHeader
+    events: list[dict[str, Any]]
+    torn: TornTail | None = None
+    location: str | None = None
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One line of ``list()``."""
+
+    id: str
+    created_at: int
+    cwd: str | None
+    event_count: int
+    last_activity: int | None
+    title: str | None = None
+    location: str | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Durable storage of session logs. All methods are coroutines."""
+
+    async def create(self, header: SessionHeader) -> None:
+        """Reserve a new session id. Raises ``SessionExists`` if known; may write nothing yet."""
+        ...
+
+    async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        """Durably append ``batch`` (all or nothing). ``SessionConflict`` if ``batch[0].seq`` is not
+        the stored length; ``PersistenceFailed`` if the write failed (nothing committed)."""
+        ...
+
+    async def read(self, session_id: str) -> StoredLog:
+        """The committed log. ``SessionNotFound``, ``CorruptSession``, ``UnsupportedFormat``."""
+        ...
+
+    async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
+        """Cut the torn tail ``log.torn`` (if any) and append ``closers``, durably."""
+        ...
+
+    async def stored_length(self, session_id: str) -> int:
+        """How many events are committed (0 for a created, never-appended session)."""
+        ...
+
+    async def list(self) -> list[SessionInfo]:
+        """Every stored session (a created but never-appended one is not listed)."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources. Further calls may fail."""
+        ...

@@ -1,0 +1,78 @@
+"""``MemoryBackend``: the backend contract kept in process memory (tests, tools, caches).
+
+It stores each event as its encoded wire line and decodes on ``read``, so a
+session restored from it goes through exactly the path a file would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.errors import SessionConflict, SessionExists, SessionNotFound
+from harness.events.event import Event
+from harness.events.json import loads
+from harness.session.header import SessionHeader
+from harness.stores.backend import SessionInfo, StoredLog
+from harness.stores.ids import check_session_id
+from harness.stores.summary import summarize
+
+__all__ = ["MemoryBackend"]
+
+
+class MemoryBackend:
+    """Sessions in a dict. Durable for the life of the object only."""
+
+    def __init__(self) -> None:
+        self._headers: dict[str, SessionHeader] = {}
+        self._lines: dict[str, list[bytes]] = {}
+
+    async def create(self, header: SessionHeader) -> None:
+        check_session_id(header.id)
+        if header.id in self._headers:
+            raise SessionExists(f"session {header.id!r} already exists")
+        self._headers[header.id] = header
+        self._lines[header.id] = []
+
+    def _known(self, session_id: str) -> list[bytes]:
+        lines = self._lines.get(session_id)
+        if lines is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        return lines
+
+    async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        lines = self._known(session_id)
+        if not batch:
+            return
+        expected = len(lines)
+        for index, event in enumerate(batch):
+            if event.seq != expected + index:
+                raise SessionConflict(
+                    f"append seq mismatch for session {session_id!r}: expected {expected + index} "
+                    f"at index {index}, got {event.seq}",
+                    expected=expected,
+                    got=batch[0].seq,
+                )
+        lines.extend(event.encode() for event in batch)
+
+    async def read(self, session_id: str) -> StoredLog:
+        lines = self._known(session_id)
+        if not lines:
+            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+        return StoredLog(self._headers[session_id], [loads(line) for line in lines])
+
+    async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
+        await self.append(session_id, closers)
+
+    async def stored_length(self, session_id: str) -> int:
+        return len(self._known(session_id))
+
+    async def list(self) -> list[SessionInfo]:
+        out = []
+        for session_id, lines in self._lines.items():
+            if lines:
+                header = self._headers[session_id]
+                out.append(summarize(header, [loads(line) for line in lines]))
+        return out
+
+    async def close(self) -> None:
+        return None
