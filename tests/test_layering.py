@@ -9,7 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "harness"
 # Each layer may import itself and the layers listed before it.
-LAYERS = ["errors", "events", "messages", "surface", "session"]
+LAYERS = ["errors", "events", "messages", "surface", "session", "stores"]
 TOP = {"cli", "demo"}
 
 
