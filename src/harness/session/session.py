@@ -26,6 +26,7 @@ from harness.events.vocabulary import SURFACE_TYPES
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
+from harness.session.repair import repair_closers
 from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError, SurfaceView
 from harness.surface.projection import project
 
@@ -162,6 +163,24 @@ class Session:
         check runs exactly as in ``from_restore``.
         """
         return _restore(id, seed, header, clock=clock, decoded=True)
+
+    @classmethod
+    def from_stored(
+        cls,
+        id: str,
+        seed: Iterable[Mapping[str, Any]],
+        header: SessionHeader | Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+    ) -> tuple[Session, list[Event]]:
+        """``from_decoded`` plus crash repair, for stores: returns the session and the
+        closers (FORMAT §8) it added after the stored events and before the end-seed.
+
+        The store must make the closers durable before it persists anything later.
+        """
+        closers: list[Event] = []
+        session = _restore(id, seed, header, clock=clock, decoded=True, closers=closers)
+        return session, closers
 
     # ---- state --------------------------------------------------------------------------
 
@@ -354,9 +373,11 @@ def _restore(
     *,
     clock: Clock | None,
     decoded: bool,
+    closers: list[Event] | None = None,
 ) -> Session:
     """Restore a session. ``decoded=True``: seed items are fresh JSON decodes owned by
-    the caller (a store), so the lossless walk is skipped."""
+    the caller (a store), so the lossless walk is skipped. With a ``closers`` list, the
+    repair closers of an open turn are computed, applied and reported there."""
     try:
         typed_header = validate_header(header, session_id)
     except InvalidHeader as error:
@@ -368,6 +389,11 @@ def _restore(
     gc.disable()
     try:
         _validate_seed(session, seed, decoded=decoded)
+        if closers is not None:
+            closers.extend(repair_closers(session._events))
+            for closer in closers:
+                session._surface.advance(closer)
+                session._events.append(closer)
     finally:
         if collector_was_enabled:
             gc.enable()

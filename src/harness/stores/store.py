@@ -1,0 +1,211 @@
+"""``SessionStore``: live sessions made durable by a backend (SPEC §4, FORMAT §7.4, §10).
+
+``create`` returns a live session whose appends a write-behind observer persists;
+``load`` restores a stored session, commits its crash-repair closers durably and
+returns it live; ``inspect`` gives the same view and writes nothing; ``flush`` is
+the durability point.
+
+Durability: a returned ``append`` means committed in memory; a returned
+``flush(session)`` means every event appended before the call is on the backend
+(fsync'd or committed); a crash loses at most what was appended after the last
+returned flush (and whatever a background write made durable earlier is kept).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness.errors import CorruptSession, InvalidSeed, SessionExists, SessionNotFound, StorageError
+from harness.events.event import Event
+from harness.session.header import SessionHeader
+from harness.session.session import Session
+from harness.stores.backend import Backend, SessionInfo, StoredLog
+from harness.stores.ids import check_session_id
+from harness.stores.legacy import normalize_legacy, refuse_retired, refuse_unknown
+from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
+
+__all__ = ["SessionStore", "restore_stored"]
+
+logger = logging.getLogger("harness.stores")
+
+Clock = Callable[[], int]
+
+
+class _Live:
+    __slots__ = ("session", "unsubscribe", "writer")
+
+    def __init__(self, session: Session, writer: WriteBehind, unsubscribe: Callable[[], None]) -> None:
+        self.session = session
+        self.writer = writer
+        self.unsubscribe = unsubscribe
+
+
+def restore_stored(
+    session_id: str, log: StoredLog, *, clock: Clock | None = None
+) -> tuple[Session, list[Event]]:
+    """The load pipeline after the backend read (FORMAT §7.4): format refusals, legacy
+    normalisation, restore with full validation and crash repair.
+
+    Returns the detached session and the closers it added. Raises ``UnsupportedFormat``
+    for retired or unknown formats and ``CorruptSession`` for anything else invalid.
+    """
+    events = log.events
+    if log.header.id != session_id:
+        raise CorruptSession(
+            f"stored session {session_id!r} has a header for {log.header.id!r}", path=log.location
+        )
+    refuse_retired(session_id, events, log.location)
+    normalize_legacy(session_id, events)
+    refuse_unknown(session_id, events, log.location)
+    try:
+        return Session.from_stored(session_id, events, log.header, clock=clock)
+    except InvalidSeed as error:
+        raise CorruptSession(
+            f"stored session {session_id!r} failed validation: {error}", path=log.location
+        ) from error
+
+
+class SessionStore:
+    """Creates, loads and persists sessions on one backend. Use from one event loop."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        write_window_s: float = DEFAULT_WINDOW_S,
+        clock: Clock | None = None,
+    ) -> None:
+        self._backend = backend
+        self._window = write_window_s
+        self._clock = clock
+        self._live: dict[str, _Live] = {}
+        self._closed = False
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("this SessionStore is closed")
+
+    def _attach(self, session: Session, cursor: int) -> Session:
+        writer = WriteBehind(self._backend, session.id, cursor=cursor, window_s=self._window)
+        for event in session.events[cursor:]:
+            writer(event)
+        unsubscribe = session.subscribe(writer)
+        self._live[session.id] = _Live(session, writer, unsubscribe)
+        return session
+
+    async def create(
+        self,
+        header: SessionHeader | Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        cwd: str | None = None,
+    ) -> Session:
+        """A new live session. Nothing is written until its first flush or batch."""
+        self._check_open()
+        if header is None:
+            header = SessionHeader.new(id=id, cwd=cwd, created_at=self._clock() if self._clock else None)
+        session = Session.create(header, clock=self._clock)
+        check_session_id(session.id)
+        if session.id in self._live:
+            raise SessionExists(f"session {session.id!r} is already live in this store")
+        await self._backend.create(session.header)
+        return self._attach(session, 0)
+
+    async def _restore(self, session_id: str) -> tuple[Session, list[Event], StoredLog]:
+        log = await self._backend.read(session_id)
+        session, closers = restore_stored(session_id, log, clock=self._clock)
+        return session, closers, log
+
+    async def load(self, session_id: str) -> Session:
+        """Restore a stored session, commit its repair closers durably, return it live.
+
+        A session already live in this store is flushed and returned as is, unless
+        its turn is open (a live turn is never repaired): then ``StorageError``.
+        """
+        self._check_open()
+        check_session_id(session_id)
+        live = self._live.get(session_id)
+        if live is not None:
+            await live.writer.flush()
+            if _open_turn(live.session):
+                raise StorageError(f"session {session_id!r} is live in this store with an open turn")
+            return live.session
+        session, closers, log = await self._restore(session_id)
+        if closers or log.torn is not None:
+            await self._backend.repair(session_id, log, closers)
+        return self._attach(session, len(log.events) + len(closers))
+
+    async def inspect(self, session_id: str) -> Session:
+        """The view ``load`` would give (closers included), detached; writes nothing."""
+        self._check_open()
+        check_session_id(session_id)
+        live = self._live.get(session_id)
+        if live is not None:
+            return Session.from_restore(session_id, list(live.session.events), live.session.header)
+        session, _, _ = await self._restore(session_id)
+        return session
+
+    async def list(self) -> list[SessionInfo]:
+        """Every stored session (id, created, cwd, event count, last activity, title)."""
+        self._check_open()
+        return await self._backend.list()
+
+    def _live_of(self, session: Session) -> _Live:
+        live = self._live.get(session.id)
+        if live is None or live.session is not session:
+            raise SessionNotFound(f"session {session.id!r} is not live in this store")
+        return live
+
+    async def flush(self, session: Session) -> None:
+        """Return when every event appended to ``session`` before the call is durable."""
+        await self._live_of(session).writer.flush()
+
+    def pending(self, session: Session) -> int:
+        """Events of ``session`` appended but not yet durable."""
+        return self._live_of(session).writer.pending
+
+    async def release(self, session: Session) -> None:
+        """Flush ``session`` and stop persisting it (it becomes detached)."""
+        live = self._live_of(session)
+        await live.writer.close()
+        live.unsubscribe()
+        del self._live[session.id]
+
+    async def close(self) -> None:
+        """Flush every live session, then close the backend. Raises the first failure."""
+        if self._closed:
+            return
+        first: BaseException | None = None
+        for live in list(self._live.values()):
+            try:
+                await live.writer.close()
+            except Exception as error:
+                logger.error("session %s: final flush failed: %s", live.session.id, error)
+                first = first or error
+            live.unsubscribe()
+        self._live.clear()
+        self._closed = True
+        await self._backend.close()
+        if first is not None:
+            raise first
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _open_turn(session: Session) -> bool:
+    for event in reversed(session.events):
+        if event.type == "turn/end":
+            return False
+        if event.type == "turn/start":
+            return True
+    return False

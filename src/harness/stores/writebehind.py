@@ -1,0 +1,201 @@
+"""Write-behind persistence of one live session (FORMAT §10).
+
+A ``WriteBehind`` is the session observer a store attaches. Appended events are
+queued; the first event into an idle queue arms a fixed timer (the window,
+200 ms by default) that later events do not extend; its expiry writes the whole
+queue as one durable batch. Events admitted during a write arm their own timer;
+if it expires mid-write the next batch starts right after. A failed background
+write is logged, its batch goes back to the front of the queue, and writing
+pauses until a new event re-arms the window or someone flushes.
+
+``flush()`` cancels the timer, waits for the running write and drains the queue
+to empty; concurrent flushes share one barrier. It returns only when every event
+appended before the call is durable, and raises ``PersistenceFailed`` (keeping the
+events queued) otherwise. After a failure whose outcome is unknown, the next
+attempt first asks the backend how much it holds and drops the events it already
+committed (after checking they are the same), so a retry never duplicates or loses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Final
+
+from harness.errors import PersistenceFailed, SessionConflict, StorageError
+from harness.events.event import Event
+from harness.events.json import json_equal, loads
+from harness.stores.backend import Backend
+
+__all__ = ["DEFAULT_WINDOW_S", "WriteBehind"]
+
+logger = logging.getLogger("harness.stores")
+
+DEFAULT_WINDOW_S: Final = 0.2
+MAX_WINDOW_S: Final = 2_147_483.647
+
+
+class WriteBehind:
+    """Batches a session's appended events into durable backend appends."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        session_id: str,
+        *,
+        cursor: int,
+        window_s: float = DEFAULT_WINDOW_S,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        if not 0 <= window_s <= MAX_WINDOW_S:
+            raise ValueError(f"write window must be between 0 and {MAX_WINDOW_S} s, got {window_s}")
+        self._backend = backend
+        self._id = session_id
+        self._cursor = cursor
+        self._window = window_s
+        self._loop = loop or asyncio.get_running_loop()
+        self._queue: list[Event] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._writing: asyncio.Task[None] | None = None
+        self._write_after_current = False
+        self._uncertain = False
+        self._barrier: asyncio.Future[None] | None = None
+        self._closed = False
+        self.last_error: BaseException | None = None
+
+    @property
+    def cursor(self) -> int:
+        """The seq the backend holds next (everything below it is durable)."""
+        return self._cursor
+
+    @property
+    def pending(self) -> int:
+        """How many events are queued and not yet durable."""
+        return len(self._queue)
+
+    def __call__(self, event: Event) -> None:
+        """The session observer: queue ``event`` and arm the window if it is idle."""
+        if self._closed:
+            logger.error(
+                "session %s: event %d appended after its store closed; not persisted", self._id, event.seq
+            )
+            return
+        if event.seq < self._cursor:
+            return  # already stored (never re-append below the cursor)
+        self._queue.append(event)
+        if self._timer is None:
+            self._timer = self._loop.call_later(self._window, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._writing is not None:
+            self._write_after_current = True
+            return
+        self._start_background_write()
+
+    def _start_background_write(self) -> None:
+        if not self._queue or self._barrier is not None:
+            return
+        self._writing = self._loop.create_task(self._background_write())
+
+    async def _background_write(self) -> None:
+        try:
+            await self._write_queue()
+        except Exception as error:
+            logger.warning("session %s: background write failed, batch kept for retry: %s", self._id, error)
+        finally:
+            self._writing = None
+        if self._write_after_current and self._barrier is None:
+            self._write_after_current = False
+            self._start_background_write()
+
+    async def _resync(self) -> None:
+        """After a failure of unknown outcome: drop what the backend already committed."""
+        stored = await self._backend.stored_length(self._id)
+        if stored <= self._cursor:
+            self._cursor = stored if stored < self._cursor else self._cursor
+            self._uncertain = False
+            return
+        committed = [event for event in self._queue if event.seq < stored]
+        if committed:
+            log = await self._backend.read(self._id)
+            for event in committed:
+                if event.seq >= len(log.events) or not json_equal(
+                    log.events[event.seq], loads(event.encode())
+                ):
+                    raise SessionConflict(
+                        f"session {self._id!r}: stored event {event.seq} differs from the one being retried",
+                        expected=stored,
+                        got=event.seq,
+                    )
+        self._queue = [event for event in self._queue if event.seq >= stored]
+        self._cursor = stored
+        self._uncertain = False
+
+    async def _write_queue(self) -> None:
+        """Write everything queued now as one batch; on failure put it back in front."""
+        if self._uncertain:
+            await self._resync()
+        batch = self._queue
+        if not batch:
+            return
+        self._queue = []
+        try:
+            await self._backend.append(self._id, batch)
+        except SessionConflict:
+            self._queue = batch + self._queue
+            raise
+        except Exception as error:
+            self._queue = batch + self._queue
+            self._uncertain = not isinstance(error, PersistenceFailed)
+            self.last_error = error
+            if isinstance(error, StorageError):
+                raise
+            raise PersistenceFailed(
+                f"session {self._id!r}: writing {len(batch)} events failed: {error}"
+            ) from error
+        self._cursor = batch[-1].seq + 1
+        self.last_error = None
+
+    async def flush(self) -> None:
+        """Return when every event appended before this call is durable."""
+        if self._barrier is not None:
+            await asyncio.shield(self._barrier)
+            return
+        barrier: asyncio.Future[None] = self._loop.create_future()
+        self._barrier = barrier
+        try:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            while True:
+                running = self._writing
+                if running is not None:
+                    await asyncio.shield(running)
+                    continue
+                if not self._queue:
+                    break
+                await self._write_queue()
+        except BaseException as error:
+            barrier.set_exception(error)
+            barrier.exception()  # mark retrieved: the first caller re-raises it
+            raise
+        else:
+            barrier.set_result(None)
+        finally:
+            self._barrier = None
+
+    async def close(self) -> None:
+        """Flush, then stop accepting events."""
+        try:
+            await self.flush()
+        finally:
+            self._closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+    def queued(self) -> Sequence[Event]:
+        """The events not yet durable (read-only copy)."""
+        return tuple(self._queue)

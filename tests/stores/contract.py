@@ -1,0 +1,359 @@
+"""The contract every storage backend keeps, run through ``SessionStore``.
+
+Each backend's test module subclasses ``StoreContract`` and says how to make a
+backend (and a second one on the same storage). Every test here then runs
+against it, eventsourcing-style.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+import harness
+from harness.errors import PersistenceFailed, SessionConflict, SessionNotFound
+from harness.events.json import loads
+from harness.stores.backend import Backend
+from harness.stores.faults import FaultyBackend
+from harness.stores.store import SessionStore
+
+T = TypeVar("T")
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def wire(session: harness.Session) -> list[dict[str, Any]]:
+    return [loads(event.encode()) for event in session.events]
+
+
+def one_turn(session: harness.Session, turn: int = 1, *, close: bool = True) -> None:
+    session.append("turn/start", {"turn": turn})
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("user/message", harness.user_message(f"task {turn}"), surface_op="append")
+    call = harness.tool_call_block(f"call-{turn}", "read_file", '{"path":"a.txt"}')
+    reply = harness.assistant_message([harness.text_block("reading it"), call], provider="p", model="m")
+    session.append("assistant/message", {"turn": turn, "step": 1, "message": reply}, surface_op="append")
+    started = session.append(
+        "tool/call",
+        {"turn": turn, "step": 1, "callId": f"call-{turn}", "name": "read_file", "arguments": "{}"},
+    )
+    if not close:
+        return
+    result = harness.tool_result_message(f"call-{turn}", "42 lines")
+    session.append(
+        "tool/result",
+        {"turn": turn, "step": 1, "message": result},
+        surface_op="append",
+        source_event_seqs=[started.seq],
+    )
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+class StoreContract:
+    """Subclass and implement ``make_backend``; ``second_backend`` must open the same storage."""
+
+    def make_backend(self, tmp_path: Path) -> Backend:
+        raise NotImplementedError
+
+    def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
+        raise NotImplementedError
+
+    # ---- round trip ------------------------------------------------------------------
+
+    def test_round_trip_through_a_new_store(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            session = await store.create(cwd="/work/project")
+            one_turn(session)
+            session.append("session/title", {"title": "Counting lines"})
+            await store.flush(session)
+            await store.close()
+
+            again = SessionStore(self.second_backend(tmp_path, store.backend))
+            loaded = await again.load(session.id)
+            assert wire(loaded)[: len(session.events)] == wire(session)
+            assert loaded.events[-1].type == "session/end-seed"
+            assert loaded.first_live_seq == len(session.events)
+            assert [m.raw for m in loaded.derive_messages()] == [m.raw for m in session.derive_messages()]
+            assert loaded.header.cwd == "/work/project"
+            (info,) = await again.list()
+            assert (info.id, info.cwd, info.title) == (session.id, "/work/project", "Counting lines")
+            assert info.event_count == len(session.events) + 1 or info.event_count == len(session.events)
+            await again.close()
+
+        run(scenario())
+
+    def test_f46_create_alone_writes_nothing_and_is_not_listed(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            session = await store.create()
+            await store.flush(session)
+            assert await store.list() == []
+            with pytest.raises(SessionNotFound):
+                await SessionStore(self.second_backend(tmp_path, store.backend)).inspect(session.id)
+            await store.close()
+
+        run(scenario())
+
+    def test_unknown_id_is_not_found(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            with pytest.raises(SessionNotFound):
+                await store.load("no-such-session")
+            await store.close()
+
+        run(scenario())
+
+    # ---- conflicts and atomicity -----------------------------------------------------
+
+    def test_f47_wrong_first_seq_and_reappend_are_conflicts(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self.make_backend(tmp_path)
+            store = SessionStore(backend)
+            session = await store.create()
+            one_turn(session)
+            await store.flush(session)
+            events = list(session.events)
+            with pytest.raises(SessionConflict, match="seq mismatch"):
+                await backend.append(session.id, events[2:4])
+            skipped = harness.Event.create("turn/start", len(events) + 1, 1, {"turn": 2})
+            with pytest.raises(SessionConflict, match="seq mismatch"):
+                await backend.append(session.id, [skipped])
+            assert await backend.stored_length(session.id) == len(events)
+            await backend.append(session.id, [])
+            assert await backend.stored_length(session.id) == len(events)
+            await store.close()
+
+        run(scenario())
+
+    def test_a_batch_is_all_or_nothing(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self.make_backend(tmp_path)
+            store = SessionStore(backend)
+            session = await store.create()
+            one_turn(session)
+            await store.flush(session)
+            length = len(session.events)
+            good = harness.Event.create("turn/start", length, 1, {"turn": 2})
+            gap = harness.Event.create("step/start", length + 2, 1, {"turn": 2, "step": 1})
+            with pytest.raises(SessionConflict):
+                await backend.append(session.id, [good, gap])
+            assert await backend.stored_length(session.id) == length
+            await store.close()
+
+        run(scenario())
+
+    def test_two_stores_on_one_storage_never_interleave(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            first = SessionStore(self.make_backend(tmp_path))
+            session = await first.create()
+            one_turn(session)
+            await first.flush(session)
+            second = SessionStore(self.second_backend(tmp_path, first.backend))
+            other = await second.load(session.id)
+            # Both continue the same session; exactly one flush wins.
+            one_turn(session, 2)
+            one_turn(other, 2)
+            outcomes = await asyncio.gather(first.flush(session), second.flush(other), return_exceptions=True)
+            failures = [o for o in outcomes if isinstance(o, BaseException)]
+            assert len(failures) == 1 and isinstance(failures[0], SessionConflict), outcomes
+            winner = session if outcomes[0] is None else other
+            check = await SessionStore(self.second_backend(tmp_path, first.backend)).inspect(session.id)
+            stored = wire(check)[: len(winner.events)]
+            assert stored == wire(winner)
+            for store in (first, second):
+                with contextlib.suppress(SessionConflict):
+                    await store.close()
+
+        run(scenario())
+
+    # ---- load, inspect, repair ---------------------------------------------------------
+
+    def test_load_equals_inspect_plus_committed_closers(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            session = await store.create()
+            one_turn(session)
+            one_turn(session, 2, close=False)  # a crash left turn 2 open, with a started call
+            await store.flush(session)
+            stored = len(session.events)
+            reader = SessionStore(self.second_backend(tmp_path, store.backend))
+            inspected = await reader.inspect(session.id)
+            assert await reader.backend.stored_length(session.id) == stored  # inspect wrote nothing
+            assert [e.type for e in inspected.events[stored:]] == [
+                "tool/result",
+                "step/end",
+                "turn/end",
+                "session/end-seed",
+            ]
+            loaded = await reader.load(session.id)
+            # Equal but for the end-seed's time, which is "now" for each restore.
+            assert wire(loaded)[:-1] == wire(inspected)[:-1]
+            assert loaded.events[-1].type == inspected.events[-1].type == "session/end-seed"
+            assert await reader.backend.stored_length(session.id) == stored + 3  # closers are durable
+            await reader.flush(loaded)
+            assert await reader.backend.stored_length(session.id) == stored + 4  # and the end-seed
+            again = await SessionStore(self.second_backend(tmp_path, store.backend)).inspect(session.id)
+            assert [e.type for e in again.events].count("turn/end") == 2
+            assert harness.repair_closers(list(again.events)) == []
+            await reader.close()
+
+        run(scenario())
+
+    def test_loading_a_live_session_returns_it(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            session = await store.create()
+            one_turn(session)
+            assert await store.load(session.id) is session
+            assert await store.backend.stored_length(session.id) == len(session.events)
+            await store.close()
+
+        run(scenario())
+
+    # ---- write-behind (FORMAT §13 H) ---------------------------------------------------
+
+    def _faulty(self, tmp_path: Path, delay_s: float = 0.0) -> FaultyBackend:
+        return FaultyBackend(self.make_backend(tmp_path), delay_s=delay_s)
+
+    def test_h68_events_inside_one_window_make_one_batch(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=0.3)
+            session = await store.create()
+            start = asyncio.get_running_loop().time()
+            session.append("turn/start", {"turn": 1})
+            await asyncio.sleep(0.15)
+            session.append("step/start", {"turn": 1, "step": 1})
+            await asyncio.sleep(0.4)
+            assert [size for _, size in backend.appends] == [2]
+            assert backend.appends[0][0] - start >= 0.29
+            await store.close()
+
+        run(scenario())
+
+    def test_h69_a_steady_stream_is_one_batch_per_window(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=0.5)
+            session = await store.create()
+            for index in range(20):
+                session.append("todo/write", {"todos": [{"content": f"t{index}", "status": "pending"}]})
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.6)
+            assert [size for _, size in backend.appends] == [20]
+            await store.close()
+
+        run(scenario())
+
+    def test_h70_background_failure_is_retained_and_rearmed_by_a_new_event(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=0.05)
+            session = await store.create()
+            backend.fail_next_append(PersistenceFailed("disk full (injected)"))
+            session.append("turn/start", {"turn": 1})
+            await asyncio.sleep(0.3)
+            assert backend.appends == [] and store.pending(session) == 1  # retained, not retried
+            session.append("step/start", {"turn": 1, "step": 1})
+            await asyncio.sleep(0.2)
+            assert [size for _, size in backend.appends] == [2]  # old + new in one batch
+            assert store.pending(session) == 0
+            await store.close()
+
+        run(scenario())
+
+    def test_h71_an_event_admitted_during_a_write_follows_right_after(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path, delay_s=0.3)
+            store = SessionStore(backend, write_window_s=0.05)
+            session = await store.create()
+            session.append("turn/start", {"turn": 1})
+            await asyncio.sleep(0.1)  # the first write is running (0.05 + 0.3 s)
+            session.append("step/start", {"turn": 1, "step": 1})
+            await asyncio.sleep(0.8)
+            assert [size for _, size in backend.appends] == [1, 1]
+            assert (
+                backend.appends[1][0] - backend.appends[0][0] < 0.45
+            )  # started right after, not a window later
+            await store.close()
+
+        run(scenario())
+
+    def test_h72_concurrent_flushes_share_one_barrier(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path, delay_s=0.05)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            session.append("turn/start", {"turn": 1})
+            first = asyncio.ensure_future(store.flush(session))
+            await asyncio.sleep(0.01)
+            session.append("step/start", {"turn": 1, "step": 1})  # admitted meanwhile
+            await asyncio.gather(first, store.flush(session))
+            assert await backend.stored_length(session.id) == 2
+            assert store.pending(session) == 0
+            await store.close()
+
+        run(scenario())
+
+    def test_a_failed_flush_keeps_its_events_and_the_next_flush_writes_them(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            one_turn(session)
+            backend.fail_next_append(PersistenceFailed("fsync failed (injected)"))
+            with pytest.raises(PersistenceFailed):
+                await store.flush(session)
+            assert await backend.stored_length(session.id) == 0
+            assert store.pending(session) == len(session.events)
+            await store.flush(session)
+            assert await backend.stored_length(session.id) == len(session.events)
+            await store.close()
+
+        run(scenario())
+
+    def test_a_flush_retried_after_a_lost_reply_neither_duplicates_nor_loses(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            one_turn(session)
+            backend.fail_next_append(ConnectionError("reply lost (injected)"), after_write=True)
+            with pytest.raises(PersistenceFailed):
+                await store.flush(session)
+            session.append("session/title", {"title": "after the lost reply"})
+            await store.flush(session)
+            check = await SessionStore(self.second_backend(tmp_path, backend.inner)).inspect(session.id)
+            assert wire(check)[: len(session.events)] == wire(session)
+            assert await backend.stored_length(session.id) == len(session.events)
+            await store.close()
+
+        run(scenario())
+
+    def test_a_partial_write_is_resumed_without_duplicates(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            one_turn(session)
+            backend.fail_next_append(OSError(5, "EIO (injected)"), partial=3)
+            with pytest.raises(PersistenceFailed):
+                await store.flush(session)
+            await store.flush(session)
+            check = await SessionStore(self.second_backend(tmp_path, backend.inner)).inspect(session.id)
+            assert wire(check)[: len(session.events)] == wire(session)
+            await store.close()
+
+        run(scenario())
