@@ -1,0 +1,502 @@
+"""``JsonlBackend``: one append-only JSONL log per session, DeepSeek Harness format v0.
+
+Layout and naming are FORMAT §9.1 (``paths``), the bytes §9.2–9.3 (raw lines, or
+one checksummed zstd frame per durable batch), reading §9.6 (``reader``). The
+write protocol:
+
+* ``create`` writes nothing. It validates the header and refuses an id that is
+  known in memory or stored anywhere under the root.
+* The first non-empty ``append`` publishes the log (§9.4): make the root, project
+  and session directories (0700), fsyncing each parent; write the header and the
+  batch (two frames in zstd mode) to ``<log>.<12 hex>.tmp`` opened exclusively
+  (0600); fsync; ``link`` it to the log name (never a rename over an existing
+  file); fsync the session directory; remove the temp name.
+* Later appends (§9.5) open the log for append, check its size is the committed
+  size this backend knows, write the lines (or one frame), fsync. On failure the
+  file is truncated back and fsync'd, and ``PersistenceFailed`` raised; when the
+  rollback fails too, the error names both.
+* ``repair`` truncates a torn tail to the committed offset, fsyncs, then appends in
+  one batch (zstd: one frame) the events recovered from a torn frame and the closers.
+
+Each session has a cursor: its stored length and the byte size of its committed
+log. An append whose first seq is not the stored length is refused with
+``SessionConflict`` before anything is written; so is an append to a file whose
+size is not the committed size (another writer, or a torn tail not yet repaired).
+
+File I/O runs in a worker thread (``asyncio.to_thread``) by default so an fsync
+does not stall the event loop; ``threaded=False`` runs it inline. All OS calls that
+write go through ``self._os`` (a ``FileOps``) so tests can inject failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
+
+from harness.errors import (
+    CorruptSession,
+    InvalidSessionId,
+    PersistenceFailed,
+    SessionConflict,
+    SessionExists,
+    SessionNotFound,
+)
+from harness.events.event import Event
+from harness.events.json import dumps
+from harness.events.packed import pack_rows
+from harness.session.header import SessionHeader, validate_header
+from harness.stores.backend import SessionInfo, StoredLog, TornTail
+from harness.stores.ids import check_session_id
+from harness.stores.jsonl.fileio import FileOps, write_all
+from harness.stores.jsonl.frames import encode_frame
+from harness.stores.jsonl.headerline import header_fields
+from harness.stores.jsonl.paths import DIR_MODE, FILE_MODE, MAX_SEGMENT, Compression, Layout, encode_segment
+from harness.stores.jsonl.reader import LogScan, read_log_file
+from harness.stores.jsonl.scan import first_header, tail_summary
+
+__all__ = ["JsonlBackend"]
+
+_T = TypeVar("_T")
+_ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
+
+
+class _Cursor:
+    """What the backend knows of one session's log."""
+
+    __slots__ = ("committed", "header", "length", "lock", "path", "published", "scan")
+
+    def __init__(self, header: SessionHeader, path: str) -> None:
+        self.header = header
+        self.path = path
+        self.published = False
+        self.length = 0  # committed events
+        self.committed = 0  # byte size of the committed log; appends start here
+        self.scan: LogScan | None = None  # the last read, while it found a torn tail
+        self.lock = asyncio.Lock()
+
+    def adopt(self, scan: LogScan) -> None:
+        """Take the state of a fresh read of the log."""
+        assert scan.path is not None
+        self.header = scan.header
+        self.path = scan.path
+        self.published = True
+        self.length = len(scan.events)
+        # With a torn tail the file is longer than the committed region: appends are
+        # refused (size check) until ``repair`` cuts it.
+        self.committed = scan.size if scan.torn is None else scan.committed
+        self.scan = scan if scan.torn is not None else None
+
+
+def _io_error(action: str, path: str, error: OSError) -> PersistenceFailed:
+    failed = PersistenceFailed(f"{action} {path} failed: {error}")
+    failed.__cause__ = error
+    return failed
+
+
+def _check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
+    for index, event in enumerate(batch):
+        if event.seq != expected + index:
+            raise SessionConflict(
+                f"append seq mismatch for session {session_id!r}: expected {expected + index} "
+                f"at index {index}, got {event.seq}",
+                expected=expected,
+                got=batch[0].seq,
+            )
+
+
+def _plain_event(obj: dict[str, Any]) -> Event | None:
+    """A recovered wire event as an ``Event`` when its envelope is exactly the plain one."""
+    if obj.keys() != _ENVELOPE or type(obj["seq"]) is not int or type(obj["time"]) is not int:
+        return None
+    kind = obj["type"]
+    if type(kind) is not str:
+        return None
+    return Event(kind, obj["seq"], obj["time"], dumps(obj["data"]))
+
+
+class JsonlBackend:
+    """Session logs as files under ``root`` (FORMAT §9). See the module doc.
+
+    ``compression``: ``"zstd"`` (default, ``session.jsonl.zstd``) or ``"none"``
+    (``session.jsonl``). ``pack_chunks``: write runs of delta chunks as packed rows
+    (reading them is unconditional).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        compression: Compression = "zstd",
+        pack_chunks: bool = True,
+        *,
+        threaded: bool = True,
+    ) -> None:
+        self._layout = Layout(root, compression)
+        self._compression: Compression = compression
+        self._pack = pack_chunks
+        self._threaded = threaded
+        self._cursors: dict[str, _Cursor] = {}
+        self._root_checked = False
+        self._os = FileOps()
+
+    @property
+    def root(self) -> str:
+        return self._layout.root
+
+    @property
+    def compression(self) -> Compression:
+        return self._compression
+
+    def locate(self, header: SessionHeader) -> str:
+        """The log path of a session (nothing is touched)."""
+        return self._layout.log_path(header.cwd, header.id)
+
+    async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
+        if self._threaded:
+            return await asyncio.to_thread(function, *args)
+        return function(*args)
+
+    def _check_root(self) -> None:
+        if not self._root_checked:
+            self._layout.check_root()
+            self._root_checked = True
+
+    # ---- encoding ---------------------------------------------------------------------
+
+    def _body(self, lines: list[bytes]) -> bytes:
+        body = b"\n".join(lines) + b"\n"
+        return encode_frame(body) if self._compression == "zstd" else body
+
+    def _lines(self, batch: Sequence[Event]) -> list[bytes]:
+        return pack_rows(batch) if self._pack else [event.encode() for event in batch]
+
+    def _header_bytes(self, header: SessionHeader) -> bytes:
+        line = dumps(header.to_json(line=True)) + b"\n"
+        return encode_frame(line) if self._compression == "zstd" else line
+
+    # ---- discovery --------------------------------------------------------------------
+
+    def _read_sync(self, session_id: str) -> LogScan:
+        """Find and parse the log of ``session_id``; its header must name this id and path."""
+        self._check_root()
+        path = self._layout.find_log(session_id)
+        if path is None:
+            raise SessionNotFound(f"no stored session {session_id!r} under {self._layout.root}")
+        scan = read_log_file(path, self._compression, session_id)
+        header = scan.header
+        if header.id != session_id:
+            raise CorruptSession(
+                f"corrupt session log: requested id {session_id!r} does not match header id {header.id!r}",
+                path=path,
+                offset=0,
+            )
+        expected = self._layout.log_path(header.cwd, header.id)
+        if not self._layout.same_file(path, expected):
+            raise CorruptSession(
+                f"corrupt session log: header id {header.id!r} and cwd {header.cwd!r} identify {expected}",
+                path=path,
+                offset=0,
+            )
+        return scan
+
+    async def _cursor(self, session_id: str) -> _Cursor:
+        """The cursor of a known session, learning a stored one from disk."""
+        cursor = self._cursors.get(session_id)
+        if cursor is not None:
+            return cursor
+        check_session_id(session_id)
+        scan = await self._run(self._read_sync, session_id)
+        cursor = self._cursors.get(session_id)  # another task may have got there first
+        if cursor is None:
+            assert scan.path is not None
+            cursor = _Cursor(scan.header, scan.path)
+            cursor.adopt(scan)
+            self._cursors[session_id] = cursor
+        return cursor
+
+    # ---- create -----------------------------------------------------------------------
+
+    def _check_new_sync(self, header: SessionHeader) -> None:
+        self._check_root()
+        existing = self._layout.find_log(header.id)
+        if existing is not None:
+            raise SessionExists(f"session {header.id!r} already exists at {existing}")
+        opposite = self._layout.opposite_log_path(header.cwd, header.id)
+        if os.path.lexists(opposite):
+            raise self._layout.encoding_mismatch(opposite)
+
+    async def create(self, header: SessionHeader) -> None:
+        check_session_id(header.id)
+        validate_header(header)  # InvalidHeader for a bad createdAt and the like
+        if len(encode_segment(header.id)) > MAX_SEGMENT:
+            raise InvalidSessionId(f"session id {header.id!r} is too long to name a directory")
+        if header.id in self._cursors:
+            raise SessionExists(f"session {header.id!r} already exists")
+        await self._run(self._check_new_sync, header)
+        if header.id in self._cursors:
+            raise SessionExists(f"session {header.id!r} already exists")
+        self._cursors[header.id] = _Cursor(header, self.locate(header))
+
+    # ---- append -----------------------------------------------------------------------
+
+    async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        cursor = await self._cursor(session_id)
+        if not batch:
+            return
+        async with cursor.lock:
+            _check_batch(session_id, cursor.length, batch)
+            if cursor.published:
+                await self._run(self._append_sync, cursor, batch)
+            else:
+                await self._run(self._publish_sync, cursor, batch)
+
+    def _make_dir(self, path: str) -> None:
+        """Create ``path`` (0700) and any missing parents, then fsync the parent."""
+        parent = os.path.dirname(path)
+        if not os.path.isdir(path):
+            if parent != path and not os.path.isdir(parent):
+                self._make_dir(parent)
+            with contextlib.suppress(FileExistsError):
+                self._os.mkdir(path, DIR_MODE)
+        self._os.fsync_dir(parent)
+
+    def _publish_sync(self, cursor: _Cursor, batch: Sequence[Event]) -> None:
+        layout = self._layout
+        header = cursor.header
+        path = cursor.path
+        session_dir = os.path.dirname(path)
+        data = self._header_bytes(header) + self._body(self._lines(batch))
+        try:
+            self._make_dir(layout.root)
+            self._make_dir(os.path.dirname(session_dir))
+            self._make_dir(session_dir)
+        except OSError as error:
+            raise _io_error("creating the directories of", path, error) from error
+        if os.path.lexists(path):
+            raise SessionExists(f"refusing to publish session {header.id!r}: a log already exists at {path}")
+        opposite = layout.opposite_log_path(header.cwd, header.id)
+        if os.path.lexists(opposite):
+            raise layout.encoding_mismatch(opposite)
+        ops = self._os
+        temp = f"{path}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = ops.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except OSError as error:
+            raise _io_error("creating", temp, error) from error
+        try:
+            try:
+                write_all(ops, fd, data)
+                ops.fsync(fd)
+            finally:
+                ops.close(fd)
+            ops.link(temp, path)
+        except FileExistsError:
+            self._discard(temp)
+            raise SessionExists(
+                f"refusing to publish session {header.id!r}: a log already exists at {path}"
+            ) from None
+        except OSError as error:
+            self._discard(temp)
+            raise _io_error("publishing", path, error) from error
+        try:
+            ops.fsync_dir(session_dir)
+        except OSError as error:
+            # The name is there but not durable: withdraw it so a retry publishes again.
+            try:
+                ops.unlink(path)
+            except OSError as undo:
+                raise PersistenceFailed(
+                    f"failed to withdraw {path} after its directory fsync failed: {error}; {undo}"
+                ) from ExceptionGroup(f"publishing {path}", [error, undo])
+            finally:
+                self._discard(temp)
+            raise _io_error("syncing the directory of", path, error) from error
+        self._discard(temp)
+        cursor.published = True
+        cursor.committed = len(data)
+        cursor.length = batch[-1].seq + 1
+
+    def _discard(self, temp: str) -> None:
+        with contextlib.suppress(OSError):
+            self._os.unlink(temp)
+
+    def _append_sync(self, cursor: _Cursor, batch: Sequence[Event]) -> None:
+        self._write_sync(cursor, self._body(self._lines(batch)))
+        cursor.length = batch[-1].seq + 1
+
+    def _write_sync(self, cursor: _Cursor, data: bytes) -> None:
+        """Append ``data`` durably at the committed end of the log, or leave the log as it was."""
+        ops = self._os
+        path = cursor.path
+        try:
+            fd = ops.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as error:
+            raise _io_error("opening", path, error) from error
+        try:
+            try:
+                size = ops.size(fd)
+            except OSError as error:
+                raise _io_error("reading the size of", path, error) from error
+            if size != cursor.committed:
+                raise SessionConflict(
+                    f"session log {path} has {size} bytes where {cursor.committed} are committed: it changed "
+                    "outside this backend or has a torn tail; read and repair it first"
+                )
+            try:
+                write_all(ops, fd, data)
+                ops.fsync(fd)
+            except OSError as error:
+                try:
+                    ops.ftruncate(fd, size)
+                    ops.fsync(fd)
+                except OSError as rollback:
+                    raise PersistenceFailed(
+                        f"failed to roll back append to {path}: the append failed ({error}) and "
+                        f"truncating back to {size} bytes failed ({rollback})"
+                    ) from ExceptionGroup(f"failed to roll back append to {path}", [error, rollback])
+                raise _io_error("appending to", path, error) from error
+            cursor.committed = size + len(data)
+        finally:
+            with contextlib.suppress(OSError):
+                ops.close(fd)
+
+    # ---- read / repair ----------------------------------------------------------------
+
+    async def read(self, session_id: str) -> StoredLog:
+        cursor = self._cursors.get(session_id)
+        if cursor is not None and not cursor.published:
+            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+        check_session_id(session_id)
+        if cursor is None:
+            scan = await self._run(self._read_sync, session_id)
+            cursor = self._cursors.get(session_id)
+            if cursor is None:
+                assert scan.path is not None
+                cursor = self._cursors[session_id] = _Cursor(scan.header, scan.path)
+            async with cursor.lock:
+                cursor.adopt(scan)
+        else:
+            async with cursor.lock:
+                scan = await self._run(self._read_sync, session_id)
+                cursor.adopt(scan)
+        return scan.stored_log()
+
+    async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
+        cursor = await self._cursor(session_id)
+        async with cursor.lock:
+            if log.torn is None:
+                if closers:
+                    _check_batch(session_id, cursor.length, closers)
+                    await self._run(self._append_sync, cursor, closers)
+                return
+            _check_batch(session_id, len(log.events), closers)
+            await self._run(self._repair_sync, cursor, log, log.torn, closers)
+
+    def _repair_sync(self, cursor: _Cursor, log: StoredLog, torn: TornTail, closers: Sequence[Event]) -> None:
+        scan = cursor.scan
+        if scan is None or scan.torn != torn:
+            # Not the tail this backend last read: look at the file again.
+            scan = self._read_sync(cursor.header.id)
+            if scan.torn != torn:
+                raise SessionConflict(
+                    f"session log {cursor.path} changed since it was read; read it again before repairing"
+                )
+            cursor.scan = scan
+        if len(log.events) < scan.stored_below:
+            raise SessionConflict("the log given to repair is shorter than the stored committed region")
+        ops = self._os
+        path = cursor.path
+        try:
+            fd = ops.open(path, os.O_WRONLY)
+        except OSError as error:
+            raise _io_error("opening", path, error) from error
+        try:
+            size = ops.size(fd)
+            if size < torn.committed_offset:
+                raise SessionConflict(f"session log {path} is shorter than its committed region")
+            if size > torn.committed_offset:
+                ops.ftruncate(fd, torn.committed_offset)
+                ops.fsync(fd)
+        except OSError as error:
+            raise _io_error("truncating the torn tail of", path, error) from error
+        finally:
+            ops.close(fd)
+        # Cut. Until the batch below is durable the cursor keeps this scan, so a retry
+        # of the same repair writes the batch again without cutting anything more.
+        cursor.committed = torn.committed_offset
+        cursor.length = scan.stored_below
+        lines: list[bytes] = []
+        plain: list[Event] = []
+        for obj in log.events[scan.stored_below :]:
+            event = _plain_event(obj)
+            if event is not None:
+                plain.append(event)
+                continue
+            lines.extend(self._lines(plain))
+            plain.clear()
+            lines.append(dumps(obj))
+        plain.extend(closers)
+        lines.extend(self._lines(plain))
+        if lines:
+            self._write_sync(cursor, self._body(lines))
+        cursor.length = len(log.events) + len(closers)
+        cursor.scan = None
+
+    # ---- the rest ---------------------------------------------------------------------
+
+    async def stored_length(self, session_id: str) -> int:
+        return (await self._cursor(session_id)).length
+
+    def _list_sync(self) -> list[SessionInfo]:
+        self._check_root()
+        layout = self._layout
+        seen: dict[str, str] = {}
+        out: list[SessionInfo] = []
+        for path in layout.all_logs():
+            line = first_header(path, self._compression)
+            fields = header_fields(line) if line is not None else None
+            if fields is None:
+                continue
+            session_id: str = fields["id"]
+            cwd = fields.get("cwd")
+            try:
+                if cwd is not None and not isinstance(cwd, str):
+                    raise InvalidSessionId(f"cwd {cwd!r} is not a string")
+                expected = layout.log_path(cwd, session_id)
+            except InvalidSessionId as error:
+                raise CorruptSession(
+                    f"corrupt session log: header id and cwd cannot name a storage path ({error})",
+                    path=path,
+                    offset=0,
+                ) from None
+            if not layout.same_file(path, expected):
+                raise CorruptSession(
+                    f"corrupt session log: header id {session_id!r} and cwd {cwd!r} identify {expected}",
+                    path=path,
+                    offset=0,
+                )
+            if session_id in seen:
+                raise layout.duplicate(session_id, [seen[session_id], path])
+            seen[session_id] = path
+            tail = tail_summary(path, self._compression)
+            out.append(
+                SessionInfo(
+                    id=session_id,
+                    created_at=int(fields["createdAt"]),
+                    cwd=cwd,
+                    event_count=tail.event_count,
+                    last_activity=tail.last_activity,
+                    title=tail.title,
+                    location=path,
+                )
+            )
+        return out
+
+    async def list(self) -> list[SessionInfo]:
+        return await self._run(self._list_sync)
+
+    async def close(self) -> None:
+        self._cursors.clear()

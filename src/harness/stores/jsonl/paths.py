@@ -1,0 +1,232 @@
+"""Where a JSONL session lives on disk (FORMAT §9.1).
+
+``<root>/<project>/<encodedId>/session.jsonl.zstd`` (or ``session.jsonl`` without
+compression). ``<project>`` is ``_no-cwd`` or ``project_key(cwd)``; ``<encodedId>``
+is ``encode_segment(id)``. Both walk UTF-16 code units like the reference, so the
+same id and cwd name the same directories as DeepSeek Harness.
+
+A root holds one encoding and one layout. ``Layout`` finds logs and refuses a root
+that breaks that: an opposite-suffix log, a flat ``<project>/<encodedId>.jsonl``
+file, or one id in two projects.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Final, Literal
+
+from harness.errors import CorruptSession, InvalidSessionId, UnsupportedFormat
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "NO_CWD",
+    "Compression",
+    "Layout",
+    "encode_segment",
+    "log_suffix",
+    "project_key",
+]
+
+Compression = Literal["zstd", "none"]
+
+DIR_MODE: Final = 0o700
+FILE_MODE: Final = 0o600
+NO_CWD: Final = "_no-cwd"
+LOG_NAME: Final = "session"
+MAX_SEGMENT: Final = 255
+_PROJECT_SLUG_MAX: Final = 251
+_SAFE: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SEPARATORS: Final = frozenset("/\\:")
+
+
+def _utf16_units(text: str) -> list[int]:
+    """The UTF-16 code units of ``text`` (lone surrogates kept as themselves)."""
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return [raw[i] | (raw[i + 1] << 8) for i in range(0, len(raw), 2)]
+
+
+def _escape(unit: int) -> str:
+    return f"~{unit:04X}"
+
+
+def encode_segment(raw: str) -> str:
+    """``raw`` as one safe path segment, injective over all strings (FORMAT §9.1).
+
+    ``[A-Za-z0-9._-]`` stay literal, every other UTF-16 unit (``~`` too) becomes
+    ``~XXXX``; ``.`` and ``..`` are escaped whole. Raises ``InvalidSessionId`` on ``""``.
+    """
+    if not isinstance(raw, str) or not raw:
+        raise InvalidSessionId(f"cannot encode an empty path segment: {raw!r}")
+    if raw == ".":
+        return "~002E"
+    if raw == "..":
+        return "~002E~002E"
+    if raw.isascii():
+        return "".join(ch if ch in _SAFE else _escape(ord(ch)) for ch in raw)
+    return "".join(chr(unit) if chr(unit) in _SAFE else _escape(unit) for unit in _utf16_units(raw))
+
+
+def project_key(cwd: str) -> str:
+    """The readable project directory name of ``cwd`` (FORMAT §9.1).
+
+    Runs of ``/ \\ :`` become one ``-``, ``[A-Za-z0-9._-]`` stay, other UTF-16 units
+    become ``~XXXX``; leading ``-`` are stripped, empty becomes ``root``, the slug is
+    cut to 251 characters and wrapped as ``--slug--``. Lossy on purpose.
+    """
+    if not cwd:
+        raise InvalidSessionId("cannot encode an empty project path")
+    parts: list[str] = []
+    separator_run = False
+    for unit in _utf16_units(cwd):
+        ch = chr(unit)
+        if ch in _SEPARATORS:
+            if not separator_run:
+                parts.append("-")
+            separator_run = True
+        else:
+            parts.append(ch if ch in _SAFE else _escape(unit))
+            separator_run = False
+    slug = "".join(parts).lstrip("-") or "root"
+    return f"--{slug[:_PROJECT_SLUG_MAX]}--"
+
+
+def log_suffix(compression: Compression) -> str:
+    return ".jsonl.zstd" if compression == "zstd" else ".jsonl"
+
+
+def _exists(path: str) -> bool:
+    """True when ``path`` exists; only "absent" answers False, other errors surface."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        if error.errno == errno.ENAMETOOLONG:
+            return False
+        raise
+    return True
+
+
+class Layout:
+    """The directory layout of one root in one encoding."""
+
+    def __init__(self, root: str | os.PathLike[str], compression: Compression) -> None:
+        if compression not in ("zstd", "none"):
+            raise ValueError(f"compression must be 'zstd' or 'none', got {compression!r}")
+        self.root = os.path.abspath(os.fspath(root))
+        self.compression: Compression = compression
+        self.suffix = log_suffix(compression)
+        self.opposite_suffix = log_suffix("none" if compression == "zstd" else "zstd")
+        self.log_name = LOG_NAME + self.suffix
+
+    # ---- naming -------------------------------------------------------------------------
+
+    def project_dir(self, cwd: str | None) -> str:
+        return os.path.join(self.root, NO_CWD if cwd is None else project_key(cwd))
+
+    def session_dir(self, cwd: str | None, session_id: str) -> str:
+        return os.path.join(self.project_dir(cwd), encode_segment(session_id))
+
+    def log_path(self, cwd: str | None, session_id: str) -> str:
+        return os.path.join(self.session_dir(cwd, session_id), self.log_name)
+
+    def opposite_log_path(self, cwd: str | None, session_id: str) -> str:
+        return os.path.join(self.session_dir(cwd, session_id), LOG_NAME + self.opposite_suffix)
+
+    # ---- refusals -----------------------------------------------------------------------
+
+    def encoding_mismatch(self, path: str) -> UnsupportedFormat:
+        return UnsupportedFormat(
+            f"session log {path!r} uses {self.opposite_suffix}, but this backend is configured for "
+            f"compression {self.compression!r}; use a separate root or the matching compression"
+        )
+
+    def flat_layout(self, path: str) -> UnsupportedFormat:
+        return UnsupportedFormat(
+            f"session log {path!r} uses the unsupported flat-file layout; move it into "
+            f"<project>/<session>/{self.log_name} or use a separate root"
+        )
+
+    def duplicate(self, session_id: str, paths: list[str]) -> CorruptSession:
+        return CorruptSession(
+            f"session id {session_id!r} appears in more than one project directory: {', '.join(paths)}",
+            path=paths[0],
+        )
+
+    # ---- discovery ----------------------------------------------------------------------
+
+    def project_dirs(self) -> list[str]:
+        """The project directories under the root (none when the root does not exist)."""
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return []
+        return sorted(entry.path for entry in entries if entry.is_dir())
+
+    def session_dirs(self, project: str) -> list[str]:
+        """The session directories of one project; a flat log file there is refused."""
+        dirs: list[str] = []
+        for entry in sorted(os.scandir(project), key=lambda e: e.name):
+            if entry.is_dir():
+                dirs.append(entry.path)
+            elif entry.name.endswith((".jsonl", ".jsonl.zstd")) and entry.is_file():
+                raise self.flat_layout(entry.path)
+        return dirs
+
+    def check_root(self) -> None:
+        """Refuse a root that holds the other encoding or the flat layout anywhere."""
+        for project in self.project_dirs():
+            for session in self.session_dirs(project):
+                opposite = os.path.join(session, LOG_NAME + self.opposite_suffix)
+                if _exists(opposite):
+                    raise self.encoding_mismatch(opposite)
+
+    def find_log(self, session_id: str) -> str | None:
+        """The one log of ``session_id`` in any project, or ``None``.
+
+        Refuses a flat-layout file or an opposite-suffix log for this id, and an id
+        stored in two projects.
+        """
+        encoded = encode_segment(session_id)
+        if len(encoded) > MAX_SEGMENT:
+            return None
+        found: list[str] = []
+        for project in self.project_dirs():
+            for suffix in (self.suffix, self.opposite_suffix):
+                flat = os.path.join(project, encoded + suffix)
+                if _exists(flat):
+                    raise self.flat_layout(flat)
+            session = os.path.join(project, encoded)
+            opposite = os.path.join(session, LOG_NAME + self.opposite_suffix)
+            if _exists(opposite):
+                raise self.encoding_mismatch(opposite)
+            path = os.path.join(session, self.log_name)
+            if _exists(path):
+                found.append(path)
+        if len(found) > 1:
+            raise self.duplicate(session_id, found)
+        return found[0] if found else None
+
+    def all_logs(self) -> list[str]:
+        """Every log file under the root in this encoding (layout refusals raise)."""
+        logs: list[str] = []
+        for project in self.project_dirs():
+            for session in self.session_dirs(project):
+                opposite = os.path.join(session, LOG_NAME + self.opposite_suffix)
+                if _exists(opposite):
+                    raise self.encoding_mismatch(opposite)
+                path = os.path.join(session, self.log_name)
+                if _exists(path):
+                    logs.append(path)
+        return logs
+
+    def same_file(self, path: str, expected: str) -> bool:
+        """True when ``path`` is where a header's id and cwd say the log must be."""
+        if path == expected:
+            return True
+        try:
+            return os.path.realpath(path) == os.path.realpath(expected) and _exists(expected)
+        except OSError:
+            return False
