@@ -1,15 +1,92 @@
-"""The ``harness`` Typer application: one clear line and a non-zero exit on errors."""
+"""The ``harness`` Typer application.
+
+Errors are one clear line on stderr and a non-zero exit, never a traceback. Every
+read command takes ``--json`` for scripts.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
 import typer
+from rich.console import Console
+
+from harness.errors import HarnessError, SessionNotFound, UnsupportedFormat
+from harness.events.json import loads
+from harness.session.session import Session
+from harness.stores.backend import Backend, StoredLog
+from harness.stores.store import SessionStore, restore_stored
 
 app = typer.Typer(
     name="harness",
     help="Durable, auditable sessions for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
+
+DEFAULT_ROOT = os.path.join(os.path.expanduser("~"), ".harness", "sessions")
+
+
+class _Options:
+    def __init__(self, root: str, compression: str, sqlite: str | None) -> None:
+        self.root = root
+        self.compression = compression
+        self.sqlite = sqlite
+
+    def backend(self) -> Backend:
+        if self.sqlite:
+            from harness.stores.sqlite import SqliteBackend
+
+            return SqliteBackend(self.sqlite)
+        from harness.stores.jsonl.backend import JsonlBackend
+
+        return JsonlBackend(self.root, compression=self.compression)  # type: ignore[arg-type]
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except SessionNotFound as error:
+        _fail(str(error), 1)
+    except HarnessError as error:
+        _fail(str(error), 1)
+    except OSError as error:
+        _fail(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), 2)
+
+
+def _options(ctx: typer.Context) -> _Options:
+    options = ctx.find_root().obj
+    assert isinstance(options, _Options)
+    return options
+
+
+def _with_store(ctx: typer.Context, work: Callable[[SessionStore], Any]) -> Any:
+    async def main() -> Any:
+        store = SessionStore(_options(ctx).backend())
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    with _errors():
+        return asyncio.run(main())
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
 def _print_version(value: bool) -> None:
@@ -22,11 +99,24 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
+    store_root: str = typer.Option(
+        DEFAULT_ROOT, "--root", envvar="HARNESS_ROOT", help="JSONL session root (format v0 layout)."
+    ),
+    compression: str = typer.Option(
+        "zstd", "--compression", envvar="HARNESS_COMPRESSION", help="JSONL encoding: zstd or none."
+    ),
+    sqlite: str | None = typer.Option(
+        None, "--sqlite", envvar="HARNESS_SQLITE", help="Use this SQLite file instead of a JSONL root."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """Durable, auditable sessions for LLM agents."""
+    if compression not in ("zstd", "none"):
+        _fail(f"--compression must be zstd or none, not {compression!r}", 2)
+    ctx.obj = _Options(store_root, compression, sqlite)
 
 
 @app.command()
@@ -35,6 +125,171 @@ def demo() -> None:
     from harness.demo import run_demo
 
     run_demo()
+
+
+@app.command()
+def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List stored sessions: id, created, last activity, events, cwd, title."""
+    from harness.cli.render import sessions_table
+
+    infos = _with_store(ctx, lambda store: store.list())
+    infos = sorted(infos, key=lambda info: info.last_activity or 0, reverse=True)
+    if as_json:
+        _print_json(
+            [
+                {
+                    "id": i.id,
+                    "createdAt": i.created_at,
+                    "cwd": i.cwd,
+                    "eventCount": i.event_count,
+                    "lastActivity": i.last_activity,
+                    "title": i.title,
+                }
+                for i in infos
+            ]
+        )
+        return
+    Console().print(sessions_table(infos))
+
+
+def _inspect(ctx: typer.Context, session_id: str) -> Session:
+    console = Console(stderr=True)
+    with console.status(f"loading session {session_id} …"):
+        session: Session = _with_store(ctx, lambda store: store.inspect(session_id))
+    return session
+
+
+@app.command()
+def log(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID"),
+    types: list[str] = typer.Option(
+        [], "--type", help="Only these event types (repeatable; a prefix ends in /)."
+    ),
+    since: int = typer.Option(0, "--since", help="Only events with seq ≥ this."),
+    as_json: bool = typer.Option(False, "--json", help="Print the events as JSON lines (wire form)."),
+) -> None:
+    """The Event Log of a session (what a load would see, closers included)."""
+    from harness.cli.render import events_table
+
+    session = _inspect(ctx, session_id)
+
+    def wanted(kind: str) -> bool:
+        return not types or any(kind == t or (t.endswith("/") and kind.startswith(t)) for t in types)
+
+    events = [e for e in session.events if e.seq >= since and wanted(e.type)]
+    if as_json:
+        for event in events:
+            sys.stdout.write(event.encode().decode("utf-8") + "\n")
+        return
+    Console().print(events_table(events))
+
+
+@app.command()
+def surface(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID"),
+    as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
+) -> None:
+    """The model history a session derives from its Surface."""
+    from harness.cli.render import messages_table
+
+    session = _inspect(ctx, session_id)
+    messages = session.derive_messages()
+    if as_json:
+        _print_json(
+            {
+                "nodes": list(session.surface.nodes),
+                "replaceGeneration": session.surface.replace_generation,
+                "messages": [loads(json.dumps(m.raw, ensure_ascii=False)) for m in messages],
+            }
+        )
+        return
+    Console().print(
+        f"{len(session.surface)} nodes, replace generation {session.surface.replace_generation}, "
+        f"{len(messages)} messages"
+    )
+    Console().print(messages_table(messages))
+
+
+def _verify_log(label: str, read: Callable[[], StoredLog]) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "target": label,
+        "valid": False,
+        "events": None,
+        "tornTail": None,
+        "problem": None,
+    }
+    try:
+        stored = read()
+        report["id"] = stored.header.id
+        if stored.torn is not None:
+            report["tornTail"] = {
+                "committedOffset": stored.torn.committed_offset,
+                "detail": stored.torn.detail,
+            }
+        session, closers = restore_stored(stored.header.id, stored)
+        report.update(valid=True, events=len(stored.events), closers=len(closers), exit=0)
+        report["nodes"] = len(session.surface)
+    except (UnsupportedFormat, SessionNotFound) as error:
+        report.update(problem=str(error), exit=2)
+    except HarnessError as error:
+        report.update(problem=str(error), exit=1)
+    except OSError as error:
+        report.update(problem=f"{error.strerror or error}: {error.filename or label}", exit=2)
+    return report
+
+
+@app.command()
+def verify(
+    ctx: typer.Context,
+    target: str = typer.Argument(..., metavar="PATH|ID"),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Validate a session file or a stored session: exit 0 valid (a torn tail is a warning),
+    1 invalid (the first problem is printed), 2 unreadable."""
+    if os.path.isfile(target):
+        from harness.stores.jsonl.reader import read_log_file
+
+        report = _verify_log(target, lambda: read_log_file(target).stored_log())
+    elif os.path.exists(target):
+        report = {"target": target, "valid": False, "problem": "not a regular file", "exit": 2}
+    else:
+        options = _options(ctx)
+
+        def read_stored() -> StoredLog:
+            async def main() -> StoredLog:
+                backend = options.backend()
+                try:
+                    return await backend.read(target)
+                finally:
+                    await backend.close()
+
+            return asyncio.run(main())
+
+        report = _verify_log(target, read_stored)
+    if as_json:
+        _print_json(report)
+    else:
+        console = Console()
+        if report["valid"]:
+            console.print(f"[green]valid[/]: {target} — {report['events']} committed events", highlight=False)
+            if report["tornTail"]:
+                console.print(
+                    f"[yellow]warning[/]: torn tail after byte {report['tornTail']['committedOffset']} "
+                    f"({report['tornTail']['detail']}); a load cuts it and repairs the log",
+                    highlight=False,
+                )
+            if report.get("closers"):
+                console.print(
+                    f"[yellow]note[/]: the last turn is open; a load adds {report['closers']} closers"
+                )
+        else:
+            label = "unreadable" if report["exit"] == 2 else "invalid"
+            Console(stderr=True).print(
+                f"[bold red]{label}[/]: {report['problem']}", highlight=False, soft_wrap=True
+            )
+    raise typer.Exit(report["exit"])
 
 
 def main() -> None:

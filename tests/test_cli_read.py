@@ -1,0 +1,104 @@
+"""The read commands of the CLI: sessions, log, surface, verify (each with --json)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.cli import app
+from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.store import SessionStore
+from tests.stores.contract import one_turn
+from tests.test_fixtures_dsh import FIXTURES
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    async def build() -> None:
+        store = SessionStore(JsonlBackend(tmp_path))
+        session = await store.create(id="demo-1", cwd="/home/me/proj")
+        one_turn(session)
+        session.append("session/title", {"title": "Count [lines]"})
+        one_turn(session, 2, close=False)
+        await store.close()
+
+    asyncio.run(build())
+    return tmp_path
+
+
+def invoke(root: Path, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["--root", str(root), *args], env={"COLUMNS": "220"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_sessions_lists_ids_and_titles(root: Path) -> None:
+    code, out, _ = invoke(root, "sessions")
+    assert code == 0 and "demo-1" in out and "Count [lines]" in out
+    code, out, _ = invoke(root, "sessions", "--json")
+    (info,) = json.loads(out)
+    assert (info["id"], info["cwd"], info["eventCount"], info["title"]) == (
+        "demo-1",
+        "/home/me/proj",
+        14,
+        "Count [lines]",
+    )
+
+
+def test_log_filters_by_type_and_seq_and_prints_wire_json(root: Path) -> None:
+    code, out, _ = invoke(root, "log", "demo-1", "--type", "turn/", "--json")
+    assert code == 0
+    kinds = [json.loads(line)["type"] for line in out.splitlines()]
+    assert kinds == ["turn/start", "turn/end", "turn/start", "turn/end"]  # the closer is shown too
+    code, out, _ = invoke(root, "log", "demo-1", "--since", "14", "--json")
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == [14, 15, 16, 17]
+    code, out, _ = invoke(root, "log", "demo-1")
+    assert code == 0 and "[error]" in out and "tool/result" in out
+
+
+def test_surface_shows_the_derived_messages(root: Path) -> None:
+    code, out, _ = invoke(root, "surface", "demo-1", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["replaceGeneration"] == 0
+    assert [m["role"] for m in report["messages"]] == ["user", "assistant", "user"] * 2
+    code, out, _ = invoke(root, "surface", "demo-1")
+    assert "6 messages" in out
+
+
+def test_verify_by_id_reports_an_open_turn_as_valid(root: Path) -> None:
+    code, out, _ = invoke(root, "verify", "demo-1", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["valid"] and report["closers"] == 3 and report["tornTail"] is None
+
+
+def test_verify_exit_codes(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    shutil.copy(FIXTURES / "02-tool-call.jsonl", good)
+    assert invoke(tmp_path, "verify", str(good))[0] == 0
+    torn = tmp_path / "torn.jsonl"
+    shutil.copy(FIXTURES / "06-torn-tail-input-DERIVED.jsonl", torn)
+    code, out, _ = invoke(tmp_path, "verify", str(torn))
+    assert code == 0 and "torn tail" in out
+    broken = tmp_path / "broken.jsonl"
+    lines = good.read_bytes().split(b"\n")
+    broken.write_bytes(b"\n".join([*lines[:10], b"garbage", *lines[10:]]))
+    code, _, err = invoke(tmp_path, "verify", str(broken))
+    assert code == 1 and "invalid" in err and "unparsable committed event" in err
+    newer = tmp_path / "newer.jsonl"
+    newer.write_bytes(b'{"type":"session","version":42,"id":"x"}\n')
+    code, out, _ = invoke(tmp_path, "verify", str(newer), "--json")
+    assert code == 2 and "newer" in json.loads(out)["problem"]
+    assert invoke(tmp_path, "verify", str(tmp_path / "missing.jsonl"))[0] == 2
+    assert invoke(tmp_path, "verify", str(tmp_path))[0] == 2
+
+
+def test_errors_are_one_line_without_a_traceback(root: Path) -> None:
+    code, out, err = invoke(root, "log", "no-such-session")
+    assert code == 1 and "no stored session" in err and "Traceback" not in out + err
+    assert len(err.strip().splitlines()) <= 2
