@@ -55,10 +55,22 @@ def _tool_call_ids(message: Any) -> list[str]:
 
 def repair_closers(events: Sequence[Event]) -> list[Event]:
     """The closers for a trailing open turn, or ``[]`` when no turn is open."""
+    # Only the last turn can be open, and the scan state resets at every turn/start,
+    # so the scan starts at the last turn boundary (found by type alone: no decoding).
+    start = None
+    for index in range(len(events) - 1, -1, -1):
+        kind = events[index].type
+        if kind == "turn/end":
+            return []
+        if kind == "turn/start":
+            start = index
+            break
+    if start is None:
+        return []
     turn: Any = None
     step: Any = None
     pending: dict[str, _Pending] = {}
-    for event in events:
+    for event in events[start:]:
         kind = event.type
         data = event.data if isinstance(event.data, Mapping) else FrozenDict()
         if kind == "turn/start":
