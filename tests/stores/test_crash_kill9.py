@@ -1,0 +1,199 @@
+"""Real crashes: a child process appends and flushes in a loop and is killed with SIGKILL.
+
+After every kill the parent restores the session and checks the durability promise:
+the stored log validates, it contains every event a returned flush covered, the
+events committed before are unchanged (nothing is ever rewritten), and every event
+is one the child really appended (its content is a function of its turn number).
+The next child loads the session (committing repair closers) and goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import select
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness
+from harness.events.json import loads
+from harness.stores.backend import Backend
+from harness.stores.store import SessionStore
+
+KILLS = int(os.environ.get("HARNESS_CRASH_KILLS", "100"))
+SESSION_ID = "crash-loop"
+
+
+def jsonl_factory(compression: str) -> Callable[[Path], Backend]:
+    def make(root: Path) -> Backend:
+        from harness.stores.jsonl.backend import JsonlBackend
+
+        return JsonlBackend(root, compression=compression)  # type: ignore[arg-type]
+
+    return make
+
+
+def sqlite_factory(root: Path) -> Backend:
+    from harness.stores.sqlite import SqliteBackend
+
+    return SqliteBackend(root / "sessions.db")
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "jsonl-none": jsonl_factory("none"),
+    "jsonl-zstd": jsonl_factory("zstd"),
+    "sqlite": sqlite_factory,
+}
+
+
+def append_turn(session: harness.Session, turn: int) -> None:
+    """A deterministic turn: every payload is derived from ``turn``."""
+    session.append("turn/start", {"turn": turn})
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append(
+        "user/message", harness.user_message(f"turn {turn} asks", id=f"u-{turn}"), surface_op="append"
+    )
+    for index in range(3):
+        session.append(
+            "assistant/chunk",
+            {
+                "turn": turn,
+                "step": 1,
+                "chunk": {"type": "text-delta", "index": 0, "text": f"t{turn}.{index} "},
+            },
+        )
+    reply = harness.assistant_message(f"turn {turn} answers " * 8, provider="p", model="m", id=f"a-{turn}")
+    session.append("assistant/message", {"turn": turn, "step": 1, "message": reply}, surface_op="append")
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def check_event(event: dict[str, Any]) -> None:
+    """Each event must be one the child appended (or a closer/end-seed the store wrote)."""
+    data = event["data"]
+    kind = event["type"]
+    if kind == "user/message":
+        assert data["content"][0]["text"] == f"turn {data['id'][2:]} asks"
+    elif kind == "assistant/message":
+        turn = data["turn"]
+        assert data["message"]["id"] == f"a-{turn}"
+        assert data["message"]["content"][0]["text"] == f"turn {turn} answers " * 8
+    elif kind == "assistant/chunk":
+        assert data["chunk"]["text"].startswith(f"t{data['turn']}.")
+    else:
+        assert kind in {"turn/start", "step/start", "step/end", "turn/end", "session/end-seed"}, kind
+
+
+TURNS_PER_RUN = 12
+
+
+def child(make: Callable[[Path], Backend], root: Path, write_fd: int, first_run: bool) -> None:
+    async def main() -> None:
+        store = SessionStore(make(root), write_window_s=0.001)
+        session = await (store.create(id=SESSION_ID) if first_run else store.load(SESSION_ID))
+        turn = sum(1 for e in session.events if e.type == "turn/start")
+        os.write(write_fd, b"ready\n")
+        for _ in range(TURNS_PER_RUN):
+            turn += 1
+            append_turn(session, turn)
+            if turn % 2 == 0:
+                await store.flush(session)
+                os.write(write_fd, b"%d\n" % len(session.events))
+            else:
+                await asyncio.sleep(0.0005)  # let a background batch start
+        await asyncio.sleep(60)  # wait for the kill
+
+    try:
+        asyncio.run(main())
+    finally:
+        os._exit(0)
+
+
+def run_and_kill(make: Callable[[Path], Backend], root: Path, first_run: bool, rng: random.Random) -> int:
+    """Fork a writer and SIGKILL it at a random point of its run; return the last flushed count.
+
+    The kill comes after a random number of reported flushes plus a random sub-millisecond
+    delay, so it lands before, during and after writes and fsyncs.
+    """
+    kill_after_flushes = rng.randint(0, TURNS_PER_RUN // 2)
+    extra_delay = rng.uniform(0.0, 0.002)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        os.close(read_fd)
+        child(make, root, write_fd, first_run)
+    os.close(write_fd)
+    buffer = b""
+    flushed = 0
+    flushes = 0
+    deadline = time.monotonic() + 20.0
+    kill_at: float | None = None
+    try:
+        while kill_at is None or time.monotonic() < kill_at:
+            if time.monotonic() > deadline:
+                raise AssertionError("the writer stalled")
+            timeout = 0.05 if kill_at is None else max(0.0, kill_at - time.monotonic())
+            ready, _, _ = select.select([read_fd], [], [], timeout)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                raise AssertionError("the writer exited before it was killed")
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if line == b"ready":
+                    if kill_after_flushes == 0:
+                        kill_at = time.monotonic() + extra_delay
+                else:
+                    flushed = int(line)
+                    flushes += 1
+                    if flushes >= kill_after_flushes and kill_at is None:
+                        kill_at = time.monotonic() + extra_delay
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        while True:  # what the writer reported before it died
+            ready, _, _ = select.select([read_fd], [], [], 0)
+            chunk = os.read(read_fd, 65536) if ready else b""
+            if not chunk:
+                break
+            buffer += chunk
+        os.close(read_fd)
+    for line in buffer.split(b"\n"):
+        if line and line != b"ready":
+            flushed = int(line)
+    return flushed
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_kill9_never_loses_a_flushed_event_nor_rewrites_one(backend: str, tmp_path: Path) -> None:
+    make = BACKENDS[backend]
+    rng = random.Random(f"{backend}-{KILLS}")
+    previous: list[dict[str, Any]] = []
+    total_flushed = 0
+    exists = False
+    for kill in range(KILLS):
+        flushed = run_and_kill(make, tmp_path, not exists, rng)
+        try:
+            restored = asyncio.run(SessionStore(make(tmp_path)).inspect(SESSION_ID))
+        except harness.errors.SessionNotFound:
+            # Killed before its first batch was published: nothing may exist yet.
+            assert not exists and flushed == 0, f"kill {kill}: a flushed session vanished"
+            continue
+        exists = True
+        stored = [loads(event.encode()) for event in restored.events][:-1]  # without the new end-seed
+        assert len(stored) >= flushed, f"kill {kill}: {flushed} events were flushed, {len(stored)} restored"
+        assert stored[: len(previous)] == previous, f"kill {kill}: committed events changed"
+        for event in stored[len(previous) :]:
+            check_event(event)
+        # The next writer loads (committing any closers); what it keeps is the new baseline.
+        previous = stored
+        total_flushed = max(total_flushed, flushed)
+    assert total_flushed > 0, "no flush ever returned: the loop did not exercise durability"

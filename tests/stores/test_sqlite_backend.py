@@ -1,0 +1,751 @@
+"""``SqliteBackend``: round trip, seq checks, atomicity, racing writers, schema versions, corruption."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import sqlite3
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+
+import harness.stores.sqlite as sqlite_module
+from harness.errors import (
+    CorruptSession,
+    InvalidSessionId,
+    PersistenceFailed,
+    SessionConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+    UnsupportedFormat,
+)
+from harness.events.event import Event, Replace
+from harness.events.json import loads
+from harness.session.header import SessionHeader
+from harness.stores.backend import Backend, StoredLog
+from harness.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteBackend
+from harness.stores.summary import summarize
+from tests.stores.contract import StoreContract
+
+T = TypeVar("T")
+
+
+def run(coro: Awaitable[T]) -> T:
+    async def main() -> T:
+        return await coro
+
+    return asyncio.run(main())
+
+
+def header(
+    session_id: str = "s1", cwd: str | None = "/work/project", created_at: int = 1_767_225_600_000
+) -> SessionHeader:
+    return SessionHeader.new(id=session_id, cwd=cwd, created_at=created_at)
+
+
+def chunk(seq: int, text: str = "hi", time: int | None = None) -> Event:
+    data = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+    return Event.create("assistant/chunk", seq, 1000 + seq if time is None else time, data)
+
+
+def sample_events() -> list[Event]:
+    message = {
+        "id": "m-1",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": "héllo \U0001f600 \ud800"}],
+    }
+    return [
+        Event.create("turn/start", 0, 1000, {"turn": 1}),
+        Event.create("user/message", 1, 1001, {"turn": 1, "message": message}, surface_op="append"),
+        Event.create(
+            "plugin/event", 2, 999, {"z": 1, "a": [1.5, None, True], "m": {"y": {}, "b": []}}, ignorable=True
+        ),
+        Event.create("session/title", 3, 1003, {"title": "first"}),
+        Event.create(
+            "user/message",
+            4,
+            1004,
+            {"turn": 1, "message": message},
+            surface_op=Replace(1, 1),
+            source_event_seqs=(1,),
+        ),
+        Event.create("turn/end", 5, 1005, None),
+    ]
+
+
+def wire(events: list[Event]) -> list[dict[str, Any]]:
+    return [loads(event.encode()) for event in events]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "sessions.db"
+
+
+@pytest.fixture
+def backend(db: Path) -> Iterator[SqliteBackend]:
+    store = SqliteBackend(db)
+    yield store
+    run(store.close())
+
+
+def raw(db: Path) -> sqlite3.Connection:
+    return sqlite3.connect(db, isolation_level=None)
+
+
+def rows(db: Path, session_id: str) -> list[tuple[int, str]]:
+    with raw(db) as conn:
+        return conn.execute(
+            "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+
+
+class TestSqliteContract(StoreContract):
+    """The shared store contract, on one database file."""
+
+    def make_backend(self, tmp_path: Path) -> Backend:
+        return SqliteBackend(tmp_path / "sessions.db")
+
+    def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
+        return SqliteBackend(tmp_path / "sessions.db")
+
+
+# -- round trip -------------------------------------------------------------------------------------
+
+
+def test_is_a_backend(backend: SqliteBackend) -> None:
+    assert isinstance(backend, Backend)
+
+
+def test_round_trip_is_lossless_and_keeps_key_order(db: Path, backend: SqliteBackend) -> None:
+    events = sample_events()
+
+    async def go() -> StoredLog:
+        await backend.create(header())
+        await backend.append("s1", events[:2])
+        await backend.append("s1", events[2:])
+        assert await backend.stored_length("s1") == len(events)
+        return await backend.read("s1")
+
+    log = run(go())
+    assert log.torn is None
+    assert log.location is None
+    assert log.header == SessionHeader(**{**msgspec.structs.asdict(header()), "delegation_depth": 0})
+    assert log.events == wire(events)
+    for got, event in zip(log.events, events, strict=True):
+        assert list(got) == list(loads(event.encode()))
+        assert list(got["data"] or {}) == list(event.to_json()["data"] or {})
+    # the stored line is exactly the wire line the event encodes to
+    assert [line.encode() for _, line in rows(db, "s1")] == [event.encode() for event in events]
+
+
+def test_data_survives_reopening_the_file(db: Path) -> None:
+    events = sample_events()
+
+    async def write() -> None:
+        store = SqliteBackend(db)
+        await store.create(header())
+        await store.append("s1", events)
+        await store.close()
+
+    async def read() -> StoredLog:
+        store = SqliteBackend(db)
+        try:
+            return await store.read("s1")
+        finally:
+            await store.close()
+
+    run(write())
+    log = run(read())
+    assert log.events == wire(events)
+    assert log.header.to_json() == {**header().to_json(), "delegationDepth": 0}
+
+
+def test_read_returns_fresh_objects(backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        await backend.append("s1", [chunk(0)])
+        first = await backend.read("s1")
+        first.events[0]["data"]["turn"] = 99
+        assert (await backend.read("s1")).events[0]["data"]["turn"] == 1
+
+    run(go())
+
+
+def test_header_fields_are_stored(db: Path, backend: SqliteBackend) -> None:
+    full = SessionHeader(
+        id="child",
+        created_at=5,
+        cwd="/a",
+        parent_session="parent",
+        seed_length=3,
+        origin="subagent",
+        delegation_depth=2,
+        agent_preset="minimal",
+    )
+
+    async def go() -> StoredLog:
+        await backend.create(full)
+        await backend.append("child", [chunk(0)])
+        return await backend.read("child")
+
+    assert run(go()).header == full
+    with raw(db) as conn:
+        row = conn.execute(
+            "SELECT version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, "
+            "agent_preset, header FROM sessions WHERE id = 'child'"
+        ).fetchone()
+    assert row[:8] == (0, 5, "/a", "parent", 3, "subagent", 2, "minimal")
+    assert loads(row[8]) == {"type": "session", **full.to_json(line=True)}
+
+
+# -- create, ids ------------------------------------------------------------------------------------
+
+
+def test_create_alone_writes_nothing_and_is_not_listed(db: Path, backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        assert await backend.stored_length("s1") == 0
+        assert await backend.list() == []
+        with pytest.raises(SessionNotFound, match="never appended"):
+            await backend.read("s1")
+        await backend.append("s1", [])  # empty batch: a no-op
+        assert await backend.stored_length("s1") == 0
+
+    run(go())
+    with raw(db) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
+def test_create_known_id_is_refused(db: Path, backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        with pytest.raises(SessionExists):
+            await backend.create(header())
+        await backend.append("s1", [chunk(0)])
+        with pytest.raises(SessionExists):
+            await backend.create(header())
+        other = SqliteBackend(db)
+        try:
+            with pytest.raises(SessionExists):
+                await other.create(header())
+        finally:
+            await other.close()
+
+    run(go())
+
+
+def test_unknown_and_invalid_ids(backend: SqliteBackend) -> None:
+    async def go() -> None:
+        with pytest.raises(SessionNotFound):
+            await backend.read("nope")
+        with pytest.raises(SessionNotFound):
+            await backend.stored_length("nope")
+        with pytest.raises(SessionNotFound):
+            await backend.append("nope", [chunk(0)])
+        with pytest.raises(SessionNotFound):
+            await backend.append("nope", [])
+        for bad in ("", "a\x00b"):
+            with pytest.raises(InvalidSessionId):
+                await backend.read(bad)
+            with pytest.raises(InvalidSessionId):
+                await backend.append(bad, [chunk(0)])
+
+    run(go())
+
+
+def test_lost_reservation_conflicts_once(db: Path) -> None:
+    async def go() -> None:
+        first, second = SqliteBackend(db), SqliteBackend(db)
+        try:
+            await first.create(header())
+            await second.create(header())
+            await first.append("s1", [chunk(0)])
+            with pytest.raises(SessionConflict) as info:
+                await second.append("s1", [chunk(0, "mine")])
+            assert (info.value.expected, info.value.got) == (1, 0)
+            assert await second.stored_length("s1") == 1
+            await second.append("s1", [chunk(1)])
+            assert [e["data"]["chunk"]["text"] for e in (await first.read("s1")).events] == ["hi", "hi"]
+        finally:
+            await first.close()
+            await second.close()
+
+    run(go())
+
+
+# -- seq checks and atomicity -----------------------------------------------------------------------
+
+
+def test_wrong_first_seq_and_reappend_conflict_without_writing(db: Path, backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        with pytest.raises(
+            SessionConflict, match=r"append seq mismatch .* expected 0 at index 0, got 1"
+        ) as info:
+            await backend.append("s1", [chunk(1)])
+        assert (info.value.expected, info.value.got) == (0, 1)
+        await backend.append("s1", [chunk(0), chunk(1), chunk(2)])
+        with pytest.raises(SessionConflict, match="expected 3 at index 0, got 1") as info:
+            await backend.append("s1", [chunk(1), chunk(2), chunk(3)])  # re-append of stored seqs
+        assert (info.value.expected, info.value.got) == (3, 1)
+        with pytest.raises(SessionConflict, match="expected 3 at index 0, got 0"):
+            await backend.append("s1", [chunk(0)])
+        with pytest.raises(SessionConflict, match="expected 5 at index 2, got 6"):
+            await backend.append("s1", [chunk(3), chunk(4), chunk(6)])  # a gap inside the batch
+        with pytest.raises(SessionConflict, match="expected 4 at index 1, got 3"):
+            await backend.append("s1", [chunk(3), chunk(3)])
+        assert await backend.stored_length("s1") == 3
+        assert len((await backend.read("s1")).events) == 3
+
+    run(go())
+    assert [seq for seq, _ in rows(db, "s1")] == [0, 1, 2]
+
+
+def test_failing_batch_is_all_or_nothing(db: Path, backend: SqliteBackend) -> None:
+    # A real SQLite failure in the middle of the batch: the insert of seq 3 aborts.
+    async def go() -> None:
+        await backend.create(header())
+        await backend.append("s1", [chunk(0), chunk(1)])
+        with raw(db) as conn:
+            conn.execute(
+                "CREATE TRIGGER fail_seq_3 BEFORE INSERT ON events WHEN NEW.seq = 3 "
+                "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            )
+        with pytest.raises(PersistenceFailed, match="injected failure") as info:
+            await backend.append("s1", [chunk(2), chunk(3), chunk(4)])
+        assert isinstance(info.value.__cause__, sqlite3.Error)
+        assert await backend.stored_length("s1") == 2
+        assert [seq for seq, _ in rows(db, "s1")] == [0, 1]  # seq 2 was inserted, then rolled back
+        with raw(db) as conn:
+            conn.execute("DROP TRIGGER fail_seq_3")
+        await backend.append("s1", [chunk(2), chunk(3), chunk(4)])  # the retry is contiguous
+        assert [e["seq"] for e in (await backend.read("s1")).events] == [0, 1, 2, 3, 4]
+
+    run(go())
+
+
+def test_failing_first_append_leaves_no_session(db: Path, backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        with raw(db) as conn:
+            conn.execute(
+                "CREATE TRIGGER fail_seq_1 BEFORE INSERT ON events WHEN NEW.seq = 1 "
+                "BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
+            )
+        with pytest.raises(PersistenceFailed):
+            await backend.append("s1", [chunk(0), chunk(1)])
+        with raw(db) as conn:
+            assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+            assert conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
+            conn.execute("DROP TRIGGER fail_seq_1")
+        assert await backend.stored_length("s1") == 0  # still reserved
+        await backend.append("s1", [chunk(0), chunk(1)])
+        assert len((await backend.read("s1")).events) == 2
+
+    run(go())
+
+
+def test_repair_appends_closers(backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header())
+        await backend.append("s1", [Event.create("turn/start", 0, 5, {"turn": 1})])
+        log = await backend.read("s1")
+        assert log.torn is None
+        closers = [Event.create("turn/end", 1, 5, {"turn": 1, "reason": {"kind": "interrupted"}})]
+        await backend.repair("s1", log, closers)
+        assert (await backend.read("s1")).events == [*log.events, *wire(closers)]
+
+    run(go())
+
+
+# -- racing writers ---------------------------------------------------------------------------------
+
+BATCH = 4
+
+
+async def _race_writer(db: Path, writer: int, batches: int, create: bool) -> int:
+    """Append ``batches`` batches tagged with ``writer``, retrying on conflicts; returns the conflicts."""
+    store = SqliteBackend(db)
+    conflicts = 0
+    try:
+        if create:
+            with contextlib.suppress(SessionExists):
+                await store.create(header("race"))
+        done = 0
+        while done < batches:
+            start = await store.stored_length("race")
+            batch = [
+                Event.create("plugin/race", start + i, 0, {"writer": writer, "batch": done, "i": i})
+                for i in range(BATCH)
+            ]
+            try:
+                await store.append("race", batch)
+            except SessionConflict:
+                conflicts += 1
+                continue
+            done += 1
+    finally:
+        await store.close()
+    return conflicts
+
+
+def _race_process(db: str, writer: int, batches: int) -> None:
+    asyncio.run(_race_writer(Path(db), writer, batches, create=True))
+
+
+def check_race_log(db: Path, writers: int, batches: int) -> None:
+    events = run(_read(db, "race")).events
+    assert [e["seq"] for e in events] == list(range(writers * batches * BATCH))
+    seen: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for event in events:
+        seen[(event["data"]["writer"], event["data"]["batch"])].append(event["seq"])
+    assert set(seen) == {(w, b) for w in range(writers) for b in range(batches)}
+    for seqs in seen.values():  # every batch whole, contiguous and in order: never interleaved
+        assert seqs == list(range(seqs[0], seqs[0] + BATCH))
+    for event in events:
+        assert event["data"]["i"] == event["seq"] - seen[(event["data"]["writer"], event["data"]["batch"])][0]
+
+
+async def _read(db: Path, session_id: str) -> StoredLog:
+    store = SqliteBackend(db)
+    try:
+        return await store.read(session_id)
+    finally:
+        await store.close()
+
+
+def test_two_backends_racing_for_the_same_seq(db: Path) -> None:
+    async def go() -> None:
+        a, b = SqliteBackend(db), SqliteBackend(db)
+        try:
+            await a.create(header("race"))
+            await a.append("race", [chunk(0)])
+            for round_ in range(10):
+                n = 1 + round_ * 2
+                results = await asyncio.gather(
+                    a.append("race", [chunk(n, "a"), chunk(n + 1, "a")]),
+                    b.append("race", [chunk(n, "b"), chunk(n + 1, "b")]),
+                    return_exceptions=True,
+                )
+                assert sum(r is None for r in results) == 1, results
+                assert sum(isinstance(r, SessionConflict) for r in results) == 1, results
+            events = (await b.read("race")).events
+            assert [e["seq"] for e in events] == list(range(21))
+            for n in range(1, 21, 2):  # each pair was written by one backend
+                assert events[n]["data"]["chunk"]["text"] == events[n + 1]["data"]["chunk"]["text"]
+        finally:
+            await a.close()
+            await b.close()
+
+    run(go())
+
+
+def test_two_backends_in_threads_never_interleave(db: Path) -> None:
+    async def go() -> list[int]:
+        first = SqliteBackend(db)
+        try:
+            await first.create(header("race"))
+            await first.append("race", [Event.create("plugin/race", 0, 0, {"writer": 9, "batch": 0, "i": 0})])
+        finally:
+            await first.close()
+        return await asyncio.gather(*(_race_writer(db, w, 15, create=False) for w in range(2)))
+
+    run(go())
+    events = run(_read(db, "race")).events
+    assert events[0]["data"]["writer"] == 9
+    seen: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for event in events[1:]:
+        seen[(event["data"]["writer"], event["data"]["batch"])].append(event["seq"])
+    assert [e["seq"] for e in events] == list(range(1 + 2 * 15 * BATCH))
+    assert set(seen) == {(w, b) for w in range(2) for b in range(15)}
+    assert all(seqs == list(range(seqs[0], seqs[0] + BATCH)) for seqs in seen.values())
+
+
+def test_two_processes_racing_on_a_fresh_file(db: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    batches = 15
+    processes = [context.Process(target=_race_process, args=(str(db), w, batches)) for w in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    check_race_log(db, 2, batches)
+
+
+# -- many sessions in one file ----------------------------------------------------------------------
+
+
+def test_sessions_are_isolated(db: Path, backend: SqliteBackend) -> None:
+    ids = ["a", "b/c", "..", ".", "~x", "开发", "\ud800lone", " spaced ", "a'; DROP TABLE events; --"]
+    ids += [f"session-{n}" for n in range(20)]
+
+    async def go() -> None:
+        for n, session_id in enumerate(ids):
+            await backend.create(header(session_id, created_at=n))
+        for seq in range(3):
+            for n, session_id in enumerate(ids):
+                if seq <= n % 3:
+                    await backend.append(session_id, [chunk(seq, f"{session_id}:{seq}")])
+        for n, session_id in enumerate(ids):
+            log = await backend.read(session_id)
+            assert log.header.id == session_id
+            assert [e["data"]["chunk"]["text"] for e in log.events] == [
+                f"{session_id}:{seq}" for seq in range(n % 3 + 1)
+            ]
+            assert await backend.stored_length(session_id) == n % 3 + 1
+        listed = await backend.list()
+        assert [info.id for info in listed] == ids
+        assert [info.event_count for info in listed] == [n % 3 + 1 for n in range(len(ids))]
+
+    run(go())
+
+
+# -- list -------------------------------------------------------------------------------------------
+
+
+def test_list_fields_match_summarize(db: Path, backend: SqliteBackend) -> None:
+    async def go() -> None:
+        await backend.create(header("one", cwd="/w/one", created_at=10))
+        await backend.create(header("two", cwd=None, created_at=20))
+        await backend.create(header("never", created_at=5))
+        await backend.append("one", sample_events())
+        await backend.append("one", [Event.create("session/title", 6, 2000, {"title": 7})])  # not a string
+        await backend.append("one", [Event.create("plugin/x", 7, 1500, {})])
+        await backend.append("two", [Event.create("session/title", 0, 30, {"title": "a"})])
+        await backend.append("two", [Event.create("session/title", 1, 40, {"title": "b"}), chunk(2, time=35)])
+        listed = await backend.list()
+        assert [info.id for info in listed] == ["one", "two"]
+        one, two = listed
+        assert (one.created_at, one.cwd, one.event_count, one.last_activity, one.title) == (
+            10,
+            "/w/one",
+            8,
+            1500,
+            "first",
+        )
+        assert (two.created_at, two.cwd, two.event_count, two.last_activity, two.title) == (
+            20,
+            None,
+            3,
+            35,
+            "b",
+        )
+        for info in listed:
+            log = await backend.read(info.id)
+            assert info == summarize(log.header, log.events, location=str(db))
+
+    run(go())
+
+
+# -- corruption -------------------------------------------------------------------------------------
+
+
+def _seeded(db: Path, count: int = 4) -> None:
+    async def go() -> None:
+        store = SqliteBackend(db)
+        try:
+            await store.create(header())
+            await store.append("s1", [chunk(seq) for seq in range(count)])
+        finally:
+            await store.close()
+
+    run(go())
+
+
+def _execute(db: Path, sql: str, *params: Any) -> None:
+    with raw(db) as conn:
+        conn.execute(sql, params)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "match"),
+    [
+        (
+            "UPDATE events SET line = ? WHERE seq = 2",
+            ('{"type":"assistant/chunk","seq":2,',),
+            "unparsable committed event at seq 2",
+        ),
+        ("UPDATE events SET line = ? WHERE seq = 1", ("NaN",), "unparsable committed event at seq 1"),
+        ("UPDATE events SET line = ? WHERE seq = 1", ("[1]",), "row at seq 1 does not hold"),
+        (
+            "UPDATE events SET line = replace(line, '\"seq\":3', '\"seq\":7') WHERE seq = 3",
+            (),
+            "row at seq 3",
+        ),
+        ("DELETE FROM events WHERE seq = 1", (), "seq gap in committed region: expected seq 1, found 2"),
+        ("DELETE FROM events WHERE seq = 3", (), "4 events recorded but 3 rows stored"),
+        ("UPDATE sessions SET header = ?", ("{",), "header is not a JSON object"),
+        (
+            "UPDATE sessions SET header = ?",
+            ('{"type":"session","version":0,"id":"s1"}',),
+            "invalid session header",
+        ),
+        (
+            "UPDATE sessions SET header = ?",
+            ('{"type":"x","version":0,"id":"s1","createdAt":1}',),
+            "not tagged",
+        ),
+        (
+            "UPDATE sessions SET header = ?",
+            ('{"type":"session","version":0,"id":"other","createdAt":1,"delegationDepth":0}',),
+            "does not match session id",
+        ),
+    ],
+)
+def test_corrupt_rows_are_refused(db: Path, sql: str, params: tuple[Any, ...], match: str) -> None:
+    _seeded(db)
+    _execute(db, "PRAGMA foreign_keys = OFF")
+    _execute(db, sql, *params)
+    with pytest.raises(CorruptSession, match=match) as info:
+        run(_read(db, "s1"))
+    assert "'s1'" in str(info.value)
+    assert info.value.path == str(db)
+
+
+@pytest.mark.parametrize(("version", "word"), [(1, "newer"), (42, "newer"), (-1, "older")])
+def test_foreign_header_version_is_unsupported(db: Path, version: int, word: str) -> None:
+    _seeded(db)
+    _execute(db, "UPDATE sessions SET header = ?", f'{{"type":"session","version":{version},"id":"s1"}}')
+    with pytest.raises(UnsupportedFormat, match=word):
+        run(_read(db, "s1"))
+
+
+def test_list_skips_an_unreadable_header(db: Path) -> None:
+    _seeded(db)
+    _execute(db, "UPDATE sessions SET header = '{'")
+
+    async def go() -> list[Any]:
+        store = SqliteBackend(db)
+        try:
+            return await store.list()
+        finally:
+            await store.close()
+
+    assert run(go()) == []
+
+
+# -- schema versions --------------------------------------------------------------------------------
+
+
+def _pragma(db: Path, name: str) -> int:
+    with raw(db) as conn:
+        value = conn.execute(f"PRAGMA {name}").fetchone()[0]
+    assert isinstance(value, int)
+    return value
+
+
+def test_new_file_gets_identity_pragmas_and_mode(db: Path, backend: SqliteBackend) -> None:
+    assert _pragma(db, "application_id") == APPLICATION_ID
+    assert _pragma(db, "user_version") == SCHEMA_VERSION == 1
+    with raw(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert db.stat().st_mode & 0o777 == 0o600
+    pragmas = ("synchronous", "foreign_keys", "trusted_schema", "journal_mode")
+    values = backend._executor.submit(
+        lambda: [backend._db.execute(f"PRAGMA {name}").fetchone()[0] for name in pragmas]
+    ).result()
+    assert values == [2, 1, 0, "wal"]  # FULL, ON, OFF, WAL
+
+
+def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
+    _seeded(db)
+    _execute(db, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = db.read_bytes()
+    with pytest.raises(UnsupportedFormat, match="newer"):
+        SqliteBackend(db)
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("setup", "match"),
+    [
+        ([f"PRAGMA application_id = {0x44534850}"], "dsh"),
+        (["PRAGMA application_id = 7", "CREATE TABLE t(x)"], "not a harness session database"),
+        (["CREATE TABLE t(x)"], "not a harness session database"),
+        (["PRAGMA user_version = 1"], "not a harness session database"),
+    ],
+)
+def test_foreign_databases_are_refused(db: Path, setup: list[str], match: str) -> None:
+    with raw(db) as conn:
+        for statement in setup:
+            conn.execute(statement)
+    with pytest.raises(UnsupportedFormat, match=match):
+        SqliteBackend(db)
+
+
+def test_a_file_that_is_not_sqlite_is_refused_untouched(db: Path) -> None:
+    content = b'{"type":"session","version":0}\n' * 200
+    db.write_bytes(content)
+    with pytest.raises(UnsupportedFormat, match="not an SQLite database"):
+        SqliteBackend(db)
+    assert db.read_bytes() == content
+
+
+def test_older_schema_is_migrated_in_order(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _seeded(db, count=2)
+    calls: list[int] = []
+
+    def to_2(conn: sqlite3.Connection) -> None:
+        calls.append(2)
+        conn.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
+
+    def to_3(conn: sqlite3.Connection) -> None:
+        calls.append(3)
+        conn.execute("UPDATE sessions SET note = 'migrated'")
+
+    migrations: list[Callable[[sqlite3.Connection], None]] = [*sqlite_module._MIGRATIONS, to_2, to_3]
+    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", migrations)
+    log = run(_read(db, "s1"))
+    assert calls == [2, 3]
+    assert _pragma(db, "user_version") == 3
+    assert len(log.events) == 2
+    with raw(db) as conn:
+        assert conn.execute("SELECT note FROM sessions").fetchone() == ("migrated",)
+    run(_read(db, "s1"))  # already current: nothing runs again
+    assert calls == [2, 3]
+
+
+def test_failed_migration_rolls_back(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _seeded(db, count=1)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
+        conn.execute("SELECT * FROM no_such_table")
+
+    monkeypatch.setattr(sqlite_module, "_MIGRATIONS", [*sqlite_module._MIGRATIONS, broken])
+    with pytest.raises(PersistenceFailed):
+        SqliteBackend(db)
+    assert _pragma(db, "user_version") == 1
+    with raw(db) as conn:
+        assert "note" not in [column[1] for column in conn.execute("PRAGMA table_info(sessions)")]
+
+
+# -- lifecycle --------------------------------------------------------------------------------------
+
+
+def test_closed_backend_refuses_calls(db: Path) -> None:
+    async def go() -> None:
+        store = SqliteBackend(db)
+        await store.close()
+        await store.close()  # idempotent
+        with pytest.raises(StorageError):
+            await store.list()
+        with pytest.raises(StorageError):
+            await store.append("s1", [chunk(0)])
+
+    run(go())
+
+
+def test_backend_works_across_event_loops(db: Path, backend: SqliteBackend) -> None:
+    run(backend.create(header()))
+    run(backend.append("s1", [chunk(0)]))
+    assert run(backend.stored_length("s1")) == 1
