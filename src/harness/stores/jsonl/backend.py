@@ -295,8 +295,8 @@ class JsonlBackend:
             ops.link(temp, path)
         except FileExistsError:
             self._discard(temp)
-            raise SessionExists(
-                f"refusing to publish session {header.id!r}: a log already exists at {path}"
+            raise SessionConflict(
+                f"refusing to publish session {header.id!r}: another writer published a log at {path} first"
             ) from None
         except OSError as error:
             self._discard(temp)
@@ -337,6 +337,7 @@ class JsonlBackend:
             raise _io_error("opening", path, error) from error
         try:
             try:
+                ops.lock(fd)
                 size = ops.size(fd)
             except OSError as error:
                 raise _io_error("reading the size of", path, error) from error
@@ -414,6 +415,7 @@ class JsonlBackend:
         except OSError as error:
             raise _io_error("opening", path, error) from error
         try:
+            ops.lock(fd)
             size = ops.size(fd)
             if size < torn.committed_offset:
                 raise SessionConflict(f"session log {path} is shorter than its committed region")

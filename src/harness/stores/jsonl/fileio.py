@@ -12,6 +12,11 @@ from typing import Final
 
 __all__ = ["FileOps", "read_stable", "revision", "write_all"]
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
 
@@ -36,6 +41,15 @@ class FileOps:
 
     def close(self, fd: int) -> None:
         os.close(fd)
+
+    def lock(self, fd: int) -> None:
+        """Take an exclusive advisory lock on an open log (released when ``fd`` closes).
+
+        Appends and repairs hold it from the size check to the fsync, so two writers in
+        different processes (or two backends in one) can never interleave their bytes.
+        """
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
 
     def mkdir(self, path: str, mode: int) -> None:
         os.mkdir(path, mode)
