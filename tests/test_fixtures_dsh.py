@@ -186,3 +186,66 @@ def test_packed_row_negative_gaps_decode_exactly() -> None:
         (5, 990, "b"),
         (6, 995, "c"),
     ]
+
+
+def _types(name: str) -> list[str]:
+    return [e["type"] for e in read_raw(name)[1]]
+
+
+def test_readme_01_simple_chat_shows_startup_records_and_two_titles() -> None:
+    session = restore("01-simple-chat.jsonl")
+    kinds = [e.type for e in session.events]
+    assert kinds[:3] == ["permission/preset", "sandbox/mode", "approval/policy"]
+    titles = [e.data for e in session.events if e.type == "session/title"]
+    assert [t["source"]["kind"] for t in titles] == ["fallback", "provider"]
+    assert kinds.count("turn/end") == 1
+    turn_end = next(e for e in session.events if e.type == "turn/end")
+    assert turn_end.data["reason"]["kind"] == "completed"
+    (answer,) = [m for m in session.derive_messages() if m.role == "assistant"]
+    assert answer.text
+
+
+def test_readme_02_tool_error_sandbox_unavailable() -> None:
+    session = restore("02-tool-error-sandbox-unavailable.jsonl")
+    (result,) = [e for e in session.events if e.type == "tool/result"]
+    assert result.data["error"]["code"] == "SANDBOX_UNAVAILABLE"
+    assert result.data["message"]["content"][0]["isError"] is True
+
+
+def test_readme_02_title_interleaves_between_tool_call_and_result() -> None:
+    kinds = _types("02-tool-call.jsonl")
+    call, result = kinds.index("tool/call"), kinds.index("tool/result")
+    assert "session/title" in kinds[call:result]
+
+
+def test_readme_03_auto_compaction_brackets() -> None:
+    session = restore("03-auto-compaction.jsonl")
+    starts = [e for e in session.events if e.type == "compaction/start"]
+    ends = [e for e in session.events if e.type == "compaction/end"]
+    summaries = [e for e in session.events if e.type == "compaction/summary"]
+    assert (len(starts), len(ends), len(summaries)) == (7, 7, 3)
+    assert all(isinstance(s.data["turn"], int) for s in starts)  # in-turn (automatic) brackets
+    failed = [e for e in ends if "error" in e.data]
+    assert len(failed) == 4 and all("summary is not smaller" in e.data["error"] for e in failed)
+    assert session.surface.replace_generation == 3
+
+
+def test_readme_03_manual_compact_is_standalone() -> None:
+    session = restore("03-manual-compact.jsonl")
+    (start,) = [e for e in session.events if e.type == "compaction/start"]
+    assert start.data["turn"] is None and "sourceCommandId" in start.data
+    (done,) = [e for e in session.events if e.type == "command/done"]
+    assert done.data["kind"] == "success"
+
+
+@pytest.mark.parametrize("name", ["04-killed-mid-stream.jsonl", "04-killed-during-tool.jsonl"])
+def test_readme_04_killed_runs_leave_an_open_turn(name: str) -> None:
+    kinds = _types(name)
+    assert kinds.count("turn/start") == 1 and "turn/end" not in kinds
+    assert harness.repair_closers(list(restore(name).events)[:-1])
+
+
+def test_readme_05_resume_keeps_the_killed_bytes_as_a_prefix() -> None:
+    killed = (FIXTURES / "04-killed-mid-stream.jsonl").read_bytes()
+    resumed = (FIXTURES / "05-resumed-after-kill-mid-stream.jsonl").read_bytes()
+    assert resumed.startswith(killed)
