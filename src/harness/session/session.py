@@ -11,7 +11,6 @@ Threading: a session is not thread-safe; use it from one thread (or one event lo
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections import deque
@@ -19,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, overload
 
 from harness.errors import ForkError, InvalidEvent, InvalidEventData, InvalidHeader, InvalidSeed
+from harness.events.collector import collector_paused
 from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import Event, SurfaceOp
 from harness.events.json import FrozenDict, check_json, dumps_kept
@@ -385,18 +385,13 @@ def _restore(
     session = Session(typed_header, clock=clock)
     # A restore walks millions of acyclic JSON containers; the cyclic garbage
     # collector would rescan the growing heap again and again for nothing.
-    collector_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         _validate_seed(session, seed, decoded=decoded)
         if closers is not None:
             closers.extend(repair_closers(session._events))
             for closer in closers:
                 session._surface.advance(closer)
                 session._events.append(closer)
-    finally:
-        if collector_was_enabled:
-            gc.enable()
     session._first_live_seq = len(session._events)
     if not session._events or session._events[-1].type != END_SEED:
         session.append(END_SEED, FrozenDict())

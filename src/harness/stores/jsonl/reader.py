@@ -18,6 +18,7 @@ from typing import Any
 import zstandard
 
 from harness.errors import CorruptSession
+from harness.events.collector import collector_paused
 from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import StoredLog, TornTail
@@ -142,9 +143,10 @@ def parse_log(
 ) -> LogScan:
     """Parse a whole log (see the module doc). ``session_id`` names a refused session
     whose header has no id; ``path`` is reported in errors."""
-    if compression == "zstd":
-        return _parse_zstd(buf, path, session_id)
-    return _parse_raw(buf, path, session_id)
+    with collector_paused():
+        if compression == "zstd":
+            return _parse_zstd(buf, path, session_id)
+        return _parse_raw(buf, path, session_id)
 
 
 def read_log_file(
