@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidSeed, SessionExists, SessionNotFound, StorageError
+from harness.events.collector import collector_paused
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.session.session import Session
@@ -56,11 +57,12 @@ def restore_stored(
         raise CorruptSession(
             f"stored session {session_id!r} has a header for {log.header.id!r}", path=log.location
         )
-    refuse_retired(session_id, events, log.location)
-    normalize_legacy(session_id, events)
-    refuse_unknown(session_id, events, log.location)
     try:
-        return Session.from_stored(session_id, events, log.header, clock=clock)
+        with collector_paused():
+            refuse_retired(session_id, events, log.location)
+            normalize_legacy(session_id, events)
+            refuse_unknown(session_id, events, log.location)
+            return Session.from_stored(session_id, events, log.header, clock=clock)
     except InvalidSeed as error:
         raise CorruptSession(
             f"stored session {session_id!r} failed validation: {error}", path=log.location
