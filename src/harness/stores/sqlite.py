@@ -82,6 +82,7 @@ import gc
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -247,7 +248,7 @@ class SqliteBackend:
             conn.execute("PRAGMA trusted_schema = OFF")
             self._check_identity(conn)
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
             conn.execute("PRAGMA synchronous = FULL")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version < len(_MIGRATIONS):
@@ -256,6 +257,25 @@ class SqliteBackend:
             if getattr(error, "sqlite_errorcode", None) == _SQLITE_NOTADB:
                 raise UnsupportedFormat(f"{path} is not an SQLite database: {error}") from error
             raise PersistenceFailed(f"cannot open the session database {path}: {error}") from error
+
+    def _retry_busy(self, action: Callable[[], object]) -> None:
+        """Run ``action``, retrying while the database is locked.
+
+        Switching a fresh file to WAL needs an exclusive lock, and SQLite reports a
+        competing opener as "database is locked" at once instead of waiting on the
+        busy handler; two processes opening a new file together would otherwise fail.
+        """
+        deadline = time.monotonic() + self._busy_timeout
+        delay = 0.001
+        while True:
+            try:
+                action()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
 
     def _check_identity(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """Refuse a file that is not (a version we can read of) a harness session database."""
