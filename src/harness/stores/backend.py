@@ -26,10 +26,23 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from harness.errors import SessionConflict
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 
-__all__ = ["Backend", "SessionInfo", "StoredLog", "TornTail"]
+__all__ = ["Backend", "SessionInfo", "StoredLog", "TornTail", "check_batch"]
+
+
+def check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
+    """Raise ``SessionConflict`` unless ``batch`` holds the seqs ``expected, expected+1, …``."""
+    for index, event in enumerate(batch):
+        if event.seq != expected + index:
+            raise SessionConflict(
+                f"append seq mismatch for session {session_id!r}: expected {expected + index} "
+                f"at index {index}, got {event.seq}",
+                expected=expected,
+                got=batch[0].seq,
+            )
 
 
 class TornTail(msgspec.Struct, frozen=True):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.errors import SessionConflict, SessionExists, SessionNotFound
+from harness.errors import SessionExists, SessionNotFound
 from harness.events.event import Event
 from harness.events.json import loads
 from harness.session.header import SessionHeader
-from harness.stores.backend import SessionInfo, StoredLog
+from harness.stores.backend import SessionInfo, StoredLog, check_batch
 from harness.stores.ids import check_session_id
 from harness.stores.summary import summarize
 
@@ -43,15 +43,7 @@ class MemoryBackend:
         lines = self._known(session_id)
         if not batch:
             return
-        expected = len(lines)
-        for index, event in enumerate(batch):
-            if event.seq != expected + index:
-                raise SessionConflict(
-                    f"append seq mismatch for session {session_id!r}: expected {expected + index} "
-                    f"at index {index}, got {event.seq}",
-                    expected=expected,
-                    got=batch[0].seq,
-                )
+        check_batch(session_id, len(lines), batch)
         lines.extend(event.encode() for event in batch)
 
     async def read(self, session_id: str) -> StoredLog:

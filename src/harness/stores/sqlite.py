@@ -101,7 +101,7 @@ from harness.events.envelope import as_safe_int
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog
+from harness.stores.backend import SessionInfo, StoredLog, check_batch
 from harness.stores.ids import check_session_id
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
@@ -377,14 +377,7 @@ class SqliteBackend:
                     )
                 else:
                     expected = int(row[0])
-                for index, event in enumerate(batch):
-                    if event.seq != expected + index:
-                        raise SessionConflict(
-                            f"append seq mismatch for session {session_id!r}: expected {expected + index} "
-                            f"at index {index}, got {event.seq}",
-                            expected=expected,
-                            got=batch[0].seq,
-                        )
+                check_batch(session_id, expected, batch)
                 if pending is not None:
                     self._insert_session(conn, key, pending)
                 conn.executemany(

@@ -49,7 +49,7 @@ from harness.events.event import Event
 from harness.events.json import dumps
 from harness.events.packed import pack_rows
 from harness.session.header import SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog, TornTail
+from harness.stores.backend import SessionInfo, StoredLog, TornTail, check_batch
 from harness.stores.ids import check_session_id
 from harness.stores.jsonl.fileio import FileOps, write_all
 from harness.stores.jsonl.frames import encode_frame
@@ -95,17 +95,6 @@ def _io_error(action: str, path: str, error: OSError) -> PersistenceFailed:
     failed = PersistenceFailed(f"{action} {path} failed: {error}")
     failed.__cause__ = error
     return failed
-
-
-def _check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
-    for index, event in enumerate(batch):
-        if event.seq != expected + index:
-            raise SessionConflict(
-                f"append seq mismatch for session {session_id!r}: expected {expected + index} "
-                f"at index {index}, got {event.seq}",
-                expected=expected,
-                got=batch[0].seq,
-            )
 
 
 def _plain_event(obj: dict[str, Any]) -> Event | None:
@@ -247,7 +236,7 @@ class JsonlBackend:
         if not batch:
             return
         async with cursor.lock:
-            _check_batch(session_id, cursor.length, batch)
+            check_batch(session_id, cursor.length, batch)
             if cursor.published:
                 await self._run(self._append_sync, cursor, batch)
             else:
@@ -390,10 +379,10 @@ class JsonlBackend:
         async with cursor.lock:
             if log.torn is None:
                 if closers:
-                    _check_batch(session_id, cursor.length, closers)
+                    check_batch(session_id, cursor.length, closers)
                     await self._run(self._append_sync, cursor, closers)
                 return
-            _check_batch(session_id, len(log.events), closers)
+            check_batch(session_id, len(log.events), closers)
             await self._run(self._repair_sync, cursor, log, log.torn, closers)
 
     def _repair_sync(self, cursor: _Cursor, log: StoredLog, torn: TornTail, closers: Sequence[Event]) -> None:
