@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import io
-import os
 import shutil
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
@@ -41,6 +40,7 @@ from harness.stores.jsonl.fileio import FileOps
 from harness.stores.jsonl.frames import MAGIC, decode_frame, encode_frame, scan_frames
 from harness.stores.jsonl.paths import Compression, Layout
 from harness.stores.jsonl.reader import parse_log, read_log_file
+from tests.test_fixtures_dsh import FIXTURES
 
 T = TypeVar("T")
 
@@ -57,19 +57,6 @@ def run(coro: Awaitable[T]) -> T:
     return asyncio.run(main())
 
 
-def _find_fixtures() -> Path:
-    """``shared/fixtures/dsh`` beside the checkout (or above it), or ``$HARNESS_DSH_FIXTURES``."""
-    override = os.environ.get("HARNESS_DSH_FIXTURES")
-    if override:
-        return Path(override)
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "fixtures" / "dsh"
-        if candidate.is_dir():
-            return candidate
-    return Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "dsh"
-
-
-FIXTURES = _find_fixtures()
 FIXTURE_FILES = sorted(p.name for p in FIXTURES.glob("*.jsonl*"))
 
 
