@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from core import message_data  # bench/ is on sys.path when run as a script
 from harness.events.json import loads
 from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
@@ -46,20 +47,6 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
 
 def chunk(index: int) -> dict[str, Any]:
     return {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": f"word{index} "}}
-
-
-def message(index: int) -> dict[str, Any]:
-    return {
-        "turn": 1,
-        "step": index + 1,
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": f"answer {index}: " + "lorem ipsum dolor sit amet " * 28}],
-            "source": {"kind": "model", "provider": "deepseek-official", "model": "deepseek-v4-flash"},
-            "id": f"a-{index}",
-        },
-        "usage": {"inputTokens": 1200, "outputTokens": 140, "cacheReadTokens": 640},
-    }
 
 
 def write_floor(path: Path, lines: list[bytes], every: int) -> float:
@@ -84,7 +71,9 @@ async def durable_rate(
     start = time.perf_counter()
     for index in range(count):
         if index % 20 == 19:
-            session.append("assistant/message", message(index), surface_op="append", source_event_seqs=[])
+            session.append(
+                "assistant/message", message_data(index), surface_op="append", source_event_seqs=[]
+            )
         else:
             session.append("assistant/chunk", chunk(index))
         if (index + 1) % every == 0:
@@ -108,7 +97,7 @@ async def build_large(make: Callable[[Path], Backend], root: Path, megabytes: fl
     while size < megabytes * 1e6:
         for _ in range(1000):
             event = session.append(
-                "assistant/message", message(index), surface_op="append", source_event_seqs=[]
+                "assistant/message", message_data(index), surface_op="append", source_event_seqs=[]
             )
             size += len(event.encode()) + 1
             index += 1
@@ -161,7 +150,9 @@ def main() -> None:
         sample = harness.Session.create()
         for index in range(100_000 // scale):
             if index % 20 == 19:
-                sample.append("assistant/message", message(index), surface_op="append", source_event_seqs=[])
+                sample.append(
+                    "assistant/message", message_data(index), surface_op="append", source_event_seqs=[]
+                )
             else:
                 sample.append("assistant/chunk", chunk(index))
         lines = [event.encode() for event in sample.events]

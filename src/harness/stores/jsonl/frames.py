@@ -16,6 +16,8 @@ from typing import Final
 
 import zstandard
 
+from harness.errors import CorruptSession
+
 __all__ = [
     "MAGIC",
     "FrameError",
@@ -175,3 +177,24 @@ def encode_frame(plaintext: bytes) -> bytes:
         compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
         _local.compressor = compressor
     return compressor.compress(plaintext)
+
+
+CORRUPT_ZSTD: Final = "corrupt Zstandard session log"
+
+
+def header_line_of(frame: bytes | memoryview, *, path: str | None, offset: int) -> bytes:
+    """The header line (without its newline) held by a zstd log's first frame.
+
+    Raises ``CorruptSession`` when the frame fails its checksum or is not exactly one line.
+    """
+    try:
+        plaintext = decode_frame(frame)
+    except (zstandard.ZstdError, ValueError) as error:
+        raise CorruptSession(
+            f"{CORRUPT_ZSTD}: header frame failed validation ({error})", path=path, offset=offset
+        ) from None
+    if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
+        raise CorruptSession(
+            f"{CORRUPT_ZSTD}: first frame is not exactly one header line", path=path, offset=0
+        )
+    return plaintext[:-1]

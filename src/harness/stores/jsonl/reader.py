@@ -23,7 +23,14 @@ from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import StoredLog, TornTail
 from harness.stores.jsonl.fileio import read_stable
-from harness.stores.jsonl.frames import FrameError, decode_frame, decode_torn, frames_follow, scan_frames
+from harness.stores.jsonl.frames import (
+    FrameError,
+    decode_frame,
+    decode_torn,
+    frames_follow,
+    header_line_of,
+    scan_frames,
+)
 from harness.stores.jsonl.headerline import parse_header_line
 from harness.stores.jsonl.paths import Compression
 from harness.stores.jsonl.scanner import LineScanner
@@ -97,16 +104,9 @@ def _parse_zstd(buf: bytes, path: str | None, session_id: str | None) -> LogScan
             )
     view = memoryview(buf)
     first_start, first_end = scan.frames[0]
-    try:
-        first = decode_frame(view[first_start:first_end])
-    except (zstandard.ZstdError, ValueError) as error:
-        raise CorruptSession(
-            f"{_ZSTD}: header frame failed validation ({error})", path=path, offset=first_start
-        ) from None
-    if not first or first.find(b"\n") != len(first) - 1:
-        raise CorruptSession(f"{_ZSTD}: first frame is not exactly one header line", path=path, offset=0)
-    header = parse_header_line(first[:-1], session_id=session_id, path=path)
-    scanner = LineScanner(path=path, start=len(first))
+    first = header_line_of(view[first_start:first_end], path=path, offset=first_start)
+    header = parse_header_line(first, session_id=session_id, path=path)
+    scanner = LineScanner(path=path, start=len(first) + 1)
     for start, end in scan.frames[1:]:
         try:
             plaintext = decode_frame(view[start:end])

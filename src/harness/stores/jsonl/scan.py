@@ -16,7 +16,7 @@ from harness.errors import CorruptSession
 from harness.events.json import loads
 from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 from harness.stores.jsonl.fileio import read_stable
-from harness.stores.jsonl.frames import FrameError, decode_frame, decode_torn, scan_frames
+from harness.stores.jsonl.frames import FrameError, decode_frame, decode_torn, header_line_of, scan_frames
 from harness.stores.jsonl.paths import Compression
 
 __all__ = ["TailSummary", "first_header", "tail_summary"]
@@ -55,17 +55,7 @@ def _first_zstd_line(path: str) -> bytes | None:
             if not scan.frames:
                 continue
             start, end = scan.frames[0]
-            try:
-                plaintext = decode_frame(content[start:end])
-            except (zstandard.ZstdError, ValueError) as error:
-                raise CorruptSession(
-                    f"{_ZSTD}: header frame failed validation ({error})", path=path, offset=start
-                ) from None
-            if not plaintext or plaintext.find(b"\n") != len(plaintext) - 1:
-                raise CorruptSession(
-                    f"{_ZSTD}: first frame is not exactly one header line", path=path, offset=0
-                )
-            return plaintext[:-1]
+            return header_line_of(content[start:end], path=path, offset=start)
 
 
 def first_header(path: str, compression: Compression) -> bytes | None:
