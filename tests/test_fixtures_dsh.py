@@ -8,6 +8,7 @@ The raw ``.jsonl`` ones are read line by line (packed chunk rows expanded, FORMA
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,34 @@ from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
 
 
+def _origin_checkout() -> Path | None:
+    """The checkout this one was cloned from, when ``origin`` is a local path."""
+    try:
+        url = subprocess.run(
+            ["git", "config", "--get", "remote.origin.url"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        return None
+    return Path(url) if url and os.path.isabs(url) and os.path.isdir(url) else None
+
+
 def _find_fixtures() -> Path:
-    """``shared/fixtures/dsh`` beside the checkout (or above it), or ``$HARNESS_DSH_FIXTURES``."""
+    """``shared/fixtures/dsh`` beside the checkout (or above it), beside the checkout it was
+    cloned from, or ``$HARNESS_DSH_FIXTURES``. Missing fixtures fail the tests, never skip them."""
     override = os.environ.get("HARNESS_DSH_FIXTURES")
     if override:
         return Path(override)
-    for parent in Path(__file__).resolve().parents:
+    here = Path(__file__).resolve()
+    origin = _origin_checkout()
+    for parent in [*here.parents, *(origin.resolve().parents if origin else [])]:
         candidate = parent / "shared" / "fixtures" / "dsh"
         if candidate.is_dir():
             return candidate
-    return Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "dsh"
+    return here.parents[2] / "shared" / "fixtures" / "dsh"
 
 
 FIXTURES = _find_fixtures()
