@@ -280,15 +280,24 @@ class SqliteBackend:
     def _check_identity(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """Refuse a file that is not (a version we can read of) a harness session database."""
         path = self._path
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        # Read both header fields from one snapshot: a concurrent opener may commit its
+        # migration (which sets both) between two separate reads.
+        own_snapshot = not conn.in_transaction
+        if own_snapshot:
+            conn.execute("BEGIN")
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+        finally:
+            if own_snapshot:
+                conn.execute("COMMIT")
         if app_id == DSH_APPLICATION_ID:
             raise UnsupportedFormat(
                 f"{path} is a DeepSeek Harness (dsh) SQLite store, which this harness does not read; "
                 "export its sessions to JSONL"
             )
         if app_id == 0 and version == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
             if tables:
                 raise UnsupportedFormat(f"{path} is an SQLite database but not a harness session database")
         elif app_id != APPLICATION_ID:
