@@ -164,7 +164,7 @@ def frames_of(path: Path) -> list[bytes]:
 
 
 def read(root: Path, compression: Compression, sid: str = SID) -> StoredLog:
-    return run(backend(root, compression).read(sid))
+    return run(backend(root, compression).read_exact(sid))
 
 
 def standard_plaintext(data: bytes) -> bytes:
@@ -183,7 +183,7 @@ def test_f45_default_zstd_one_turn_is_two_frames_and_loads_identically(tmp_path:
     turn = closed_turn(0, chunks=2)
     path = write_session(root, [turn], "zstd")
     assert path.name == "session.jsonl.zstd"
-    assert run(JsonlBackend(root).read(SID)).location == str(path)  # zstd is the default
+    assert run(JsonlBackend(root).read_exact(SID)).location == str(path)  # zstd is the default
     header_frame, batch_frame = frames_of(path)
     assert header_frame == line(HEADER.to_json(line=True))
     assert batch_frame == raw_body(turn)  # one line per event (two deltas do not pack)
@@ -213,12 +213,12 @@ def test_f46_create_alone_writes_nothing_and_is_not_listed(tmp_path: Path, compr
         assert await store.stored_length(SID) == 0
         assert await store.list() == []
         with pytest.raises(SessionNotFound):
-            await store.read(SID)
+            await store.read_exact(SID)
         with pytest.raises(SessionExists):
             await store.create(HEADER)
         await store.append(SID, [])  # an empty batch publishes nothing either
         with pytest.raises(SessionNotFound):
-            await backend(root, compression).read(SID)
+            await backend(root, compression).read_exact(SID)
 
     run(scenario())
     assert not root.exists()
@@ -270,7 +270,7 @@ def test_f48_raw_torn_fragment_after_open_turn_is_cut_and_closed(tmp_path: Path)
 
     async def scenario() -> None:
         store = backend(root, "none")
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert [e["seq"] for e in log.events] == list(range(8))
         assert log.torn is not None
         assert log.torn.committed_offset == len(old) - len(fragment)
@@ -281,7 +281,7 @@ def test_f48_raw_torn_fragment_after_open_turn_is_cut_and_closed(tmp_path: Path)
         assert await store.stored_length(SID) == 10
         await store.append(SID, [ev("session/end-seed", 10, {})])
 
-        again = await backend(root, "none").read(SID)
+        again = await backend(root, "none").read_exact(SID)
         assert [e["seq"] for e in again.events] == list(range(11))
         assert again.torn is None
         assert [e["type"] for e in again.events[8:10]] == ["step/end", "turn/end"]
@@ -354,7 +354,7 @@ def test_f52_header_only_log_has_no_events_and_commits_at_the_header(
 
     async def scenario() -> None:
         store = backend(tmp_path, compression)
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert log.events == [] and log.torn is None
         assert await store.stored_length(SID) == 0
         await store.append(SID, [ev("turn/start", 0, {"turn": 1})])
@@ -387,7 +387,7 @@ def test_f53_zstd_torn_frame_lines_are_recovered_and_rewritten_with_closers(tmp_
 
     async def scenario() -> list[Event]:
         store = backend(root, "zstd")
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert log.events == wire([*opening, *lost[:2]])
         assert log.torn is not None and log.torn.committed_offset == len(complete)
         assert "2 complete events recovered" in log.torn.detail
@@ -395,7 +395,7 @@ def test_f53_zstd_torn_frame_lines_are_recovered_and_rewritten_with_closers(tmp_
         assert [(c.type, c.seq) for c in closers] == [("step/end", 4), ("turn/end", 5)]
         await store.repair(SID, log, closers)
         assert await store.stored_length(SID) == 6
-        again = await backend(root, "zstd").read(SID)
+        again = await backend(root, "zstd").read_exact(SID)
         assert again.torn is None
         assert again.events == wire([*opening, *lost[:2], *closers])
         return closers
@@ -416,7 +416,7 @@ def test_f54_zstd_two_stray_magic_bytes_are_a_torn_tail_cut_back(tmp_path: Path)
 
     async def scenario() -> None:
         store = backend(root, "zstd")
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert log.events == wire(turn)
         assert log.torn is not None and log.torn.committed_offset == len(clean)
         assert closers_for(log) == []
@@ -436,12 +436,12 @@ def test_f55_zstd_last_frame_missing_its_last_checksum_byte_is_recovered(tmp_pat
 
     async def scenario() -> None:
         store = backend(root, "zstd")
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert log.events == wire([*first, *second])
         assert log.torn is not None and log.torn.committed_offset == last_start
         assert "4 complete events" not in log.torn.detail and "8 complete events recovered" in log.torn.detail
         await store.repair(SID, log, [])
-        again = await backend(root, "zstd").read(SID)
+        again = await backend(root, "zstd").read_exact(SID)
         assert again.torn is None and again.events == log.events
         await store.append(SID, [ev("session/end-seed", 14, {})])
 
@@ -533,7 +533,7 @@ def test_f58_fsync_failure_rolls_back_and_a_retry_is_contiguous(
         assert path.read_bytes() == before  # size restored
         assert await store.stored_length(SID) == 6
         await store.append(SID, second)  # the same batch again
-        assert (await backend(root, compression).read(SID)).events == wire([*first, *second])
+        assert (await backend(root, compression).read_exact(SID)).events == wire([*first, *second])
 
         store._os = FailingOps(truncate=True)
         third = [ev("session/end-seed", 12, {})]
@@ -582,7 +582,7 @@ def test_f58_fsync_failure_while_publishing_leaves_nothing(tmp_path: Path, compr
         store._os = counting = NthFsyncFails(0)
         await store.append(SID, turn)
         assert counting.calls == 5
-        assert (await backend(root, compression).read(SID)).events == wire(turn)
+        assert (await backend(root, compression).read_exact(SID)).events == wire(turn)
 
     run(scenario())
 
@@ -617,7 +617,7 @@ def test_f60_opposite_suffix_or_flat_layout_in_root_is_refused(
     write_session(mixed, [closed_turn(0)], opposite)
     store = backend(mixed, compression)
     with pytest.raises(UnsupportedFormat, match=r"uses \.jsonl"):
-        run(store.read(SID))
+        run(store.read_exact(SID))
     with pytest.raises(UnsupportedFormat):
         run(backend(mixed, compression).list())
     with pytest.raises(UnsupportedFormat):
@@ -630,7 +630,7 @@ def test_f60_opposite_suffix_or_flat_layout_in_root_is_refused(
     project.mkdir(parents=True)
     (project / f"{SID}.jsonl").write_bytes(header_line())
     with pytest.raises(UnsupportedFormat, match="flat-file layout"):
-        run(backend(flat, compression).read(SID))
+        run(backend(flat, compression).read_exact(SID))
     with pytest.raises(UnsupportedFormat, match="flat-file layout"):
         run(backend(flat, compression).list())
 
@@ -640,7 +640,7 @@ def test_f60_opposite_suffix_or_flat_layout_in_root_is_refused(
     elsewhere.parent.mkdir(parents=True)
     shutil.copy(Layout(twice, compression).log_path(CWD, SID), elsewhere)
     with pytest.raises(CorruptSession, match="more than one project"):
-        run(backend(twice, compression).read(SID))
+        run(backend(twice, compression).read_exact(SID))
     with pytest.raises(CorruptSession):
         run(backend(twice, compression).list())
     with pytest.raises(CorruptSession, match="more than one project"):
@@ -674,10 +674,10 @@ def test_f61_header_id_rewritten_to_another_session_fails_and_modifies_nothing(
     async def load() -> None:
         store = backend(root, compression)
         with pytest.raises(CorruptSession, match="does not match header id"):
-            await store.read(SID)
+            await store.read_exact(SID)
         with pytest.raises(CorruptSession):
             await store.append(SID, [ev("turn/start", 6, {"turn": 2})])
-        assert len((await store.read("session-2")).events) == 6
+        assert len((await store.read_exact("session-2")).events) == 6
         with pytest.raises(CorruptSession, match="identify"):
             await store.list()
 
@@ -980,7 +980,7 @@ def test_dsh_fixture_reads_through_the_root_layout(tmp_path: Path, name: str) ->
 
     async def scenario() -> None:
         store = backend(root, compression)
-        log = await store.read(sid)
+        log = await store.read_exact(sid)
         assert log.torn is None
         assert log.events == _independent_events(name)
         assert log.location == str(path)
@@ -1004,7 +1004,7 @@ def test_dsh_torn_fixture_keeps_what_dsh_kept(tmp_path: Path, name: str) -> None
 
     async def scenario() -> int:
         store = backend(root, compression)
-        log = await store.read(sid)
+        log = await store.read_exact(sid)
         assert log.torn is not None
         kept = len(log.events)
         assert kept == (63 if compression == "none" else 62)
@@ -1016,7 +1016,7 @@ def test_dsh_torn_fixture_keeps_what_dsh_kept(tmp_path: Path, name: str) -> None
         assert [c.type for c in closers] == [e["type"] for e in resumed[kept : kept + len(closers)]]
         assert resumed[kept + len(closers)]["type"] == "session/end-seed"
         await store.repair(sid, log, closers)
-        again = await backend(root, compression).read(sid)
+        again = await backend(root, compression).read_exact(sid)
         assert again.torn is None
         assert again.events == [*log.events, *wire(closers)]
         return offset
@@ -1191,9 +1191,9 @@ def test_two_backends_on_one_root_never_interleave(tmp_path: Path, compression: 
         await first.append(SID, [ev("turn/start", 6, {"turn": 2})])
         with pytest.raises(SessionConflict):
             await second.append(SID, [ev("turn/start", 6, {"turn": 9})])
-        await second.read(SID)
+        await second.read_exact(SID)
         await second.append(SID, [ev("step/start", 7, {"turn": 2, "step": 1})])
-        assert [e["seq"] for e in (await first.read(SID)).events] == list(range(8))
+        assert [e["seq"] for e in (await first.read_exact(SID)).events] == list(range(8))
 
     run(scenario())
 
@@ -1206,13 +1206,13 @@ def test_a_torn_tail_blocks_appends_until_repaired(tmp_path: Path, compression: 
 
     async def scenario() -> None:
         store = backend(root, compression)
-        log = await store.read(SID)
+        log = await store.read_exact(SID)
         assert log.torn is not None
         with pytest.raises(SessionConflict, match="torn tail"):
             await store.append(SID, [ev("turn/start", 6, {"turn": 2})])
         await store.repair(SID, log, [])
         await store.append(SID, [ev("turn/start", 6, {"turn": 2})])
-        assert len((await backend(root, compression).read(SID)).events) == 7
+        assert len((await backend(root, compression).read_exact(SID)).events) == 7
 
     run(scenario())
 
@@ -1269,7 +1269,7 @@ def test_ids_that_look_like_paths_stay_inside_the_root(tmp_path: Path) -> None:
             header = SessionHeader.new(id=sid, created_at=1)
             await store.create(header)
             await store.append(sid, [ev("turn/start", 0, {"turn": 1})])
-            assert (await backend(root).read(sid)).header.id == sid
+            assert (await backend(root).read_exact(sid)).header.id == sid
         assert len(await backend(root).list()) == 8
 
     run(scenario())

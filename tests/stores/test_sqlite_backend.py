@@ -30,6 +30,7 @@ from harness.events.json import loads
 from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, StoredLog
 from harness.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteBackend
+from harness.stores.store import SessionStore
 from harness.stores.summary import summarize
 from tests.stores.contract import StoreContract
 
@@ -132,7 +133,7 @@ def test_round_trip_is_lossless_and_keeps_key_order(db: Path, backend: SqliteBac
         await backend.append("s1", events[:2])
         await backend.append("s1", events[2:])
         assert await backend.stored_length("s1") == len(events)
-        return await backend.read("s1")
+        return await backend.read_exact("s1")
 
     log = run(go())
     assert log.torn is None
@@ -158,7 +159,7 @@ def test_data_survives_reopening_the_file(db: Path) -> None:
     async def read() -> StoredLog:
         store = SqliteBackend(db)
         try:
-            return await store.read("s1")
+            return await store.read_exact("s1")
         finally:
             await store.close()
 
@@ -172,9 +173,9 @@ def test_read_returns_fresh_objects(backend: SqliteBackend) -> None:
     async def go() -> None:
         await backend.create(header())
         await backend.append("s1", [chunk(0)])
-        first = await backend.read("s1")
+        first = await backend.read_exact("s1")
         first.events[0]["data"]["turn"] = 99
-        assert (await backend.read("s1")).events[0]["data"]["turn"] == 1
+        assert (await backend.read_exact("s1")).events[0]["data"]["turn"] == 1
 
     run(go())
 
@@ -194,7 +195,7 @@ def test_header_fields_are_stored(db: Path, backend: SqliteBackend) -> None:
     async def go() -> StoredLog:
         await backend.create(full)
         await backend.append("child", [chunk(0)])
-        return await backend.read("child")
+        return await backend.read_exact("child")
 
     assert run(go()).header == full
     with raw(db) as conn:
@@ -215,7 +216,7 @@ def test_create_alone_writes_nothing_and_is_not_listed(db: Path, backend: Sqlite
         assert await backend.stored_length("s1") == 0
         assert await backend.list() == []
         with pytest.raises(SessionNotFound, match="never appended"):
-            await backend.read("s1")
+            await backend.read_exact("s1")
         await backend.append("s1", [])  # empty batch: a no-op
         assert await backend.stored_length("s1") == 0
 
@@ -245,7 +246,7 @@ def test_create_known_id_is_refused(db: Path, backend: SqliteBackend) -> None:
 def test_unknown_and_invalid_ids(backend: SqliteBackend) -> None:
     async def go() -> None:
         with pytest.raises(SessionNotFound):
-            await backend.read("nope")
+            await backend.read_exact("nope")
         with pytest.raises(SessionNotFound):
             await backend.stored_length("nope")
         with pytest.raises(SessionNotFound):
@@ -254,7 +255,7 @@ def test_unknown_and_invalid_ids(backend: SqliteBackend) -> None:
             await backend.append("nope", [])
         for bad in ("", "a\x00b"):
             with pytest.raises(InvalidSessionId):
-                await backend.read(bad)
+                await backend.read_exact(bad)
             with pytest.raises(InvalidSessionId):
                 await backend.append(bad, [chunk(0)])
 
@@ -273,7 +274,7 @@ def test_lost_reservation_conflicts_once(db: Path) -> None:
             assert (info.value.expected, info.value.got) == (1, 0)
             assert await second.stored_length("s1") == 1
             await second.append("s1", [chunk(1)])
-            assert [e["data"]["chunk"]["text"] for e in (await first.read("s1")).events] == ["hi", "hi"]
+            assert [e["data"]["chunk"]["text"] for e in (await first.read_exact("s1")).events] == ["hi", "hi"]
         finally:
             await first.close()
             await second.close()
@@ -303,7 +304,7 @@ def test_wrong_first_seq_and_reappend_conflict_without_writing(db: Path, backend
         with pytest.raises(SessionConflict, match="expected 4 at index 1, got 3"):
             await backend.append("s1", [chunk(3), chunk(3)])
         assert await backend.stored_length("s1") == 3
-        assert len((await backend.read("s1")).events) == 3
+        assert len((await backend.read_exact("s1")).events) == 3
 
     run(go())
     assert [seq for seq, _ in rows(db, "s1")] == [0, 1, 2]
@@ -327,7 +328,7 @@ def test_failing_batch_is_all_or_nothing(db: Path, backend: SqliteBackend) -> No
         with raw(db) as conn:
             conn.execute("DROP TRIGGER fail_seq_3")
         await backend.append("s1", [chunk(2), chunk(3), chunk(4)])  # the retry is contiguous
-        assert [e["seq"] for e in (await backend.read("s1")).events] == [0, 1, 2, 3, 4]
+        assert [e["seq"] for e in (await backend.read_exact("s1")).events] == [0, 1, 2, 3, 4]
 
     run(go())
 
@@ -348,7 +349,7 @@ def test_failing_first_append_leaves_no_session(db: Path, backend: SqliteBackend
             conn.execute("DROP TRIGGER fail_seq_1")
         assert await backend.stored_length("s1") == 0  # still reserved
         await backend.append("s1", [chunk(0), chunk(1)])
-        assert len((await backend.read("s1")).events) == 2
+        assert len((await backend.read_exact("s1")).events) == 2
 
     run(go())
 
@@ -357,11 +358,11 @@ def test_repair_appends_closers(backend: SqliteBackend) -> None:
     async def go() -> None:
         await backend.create(header())
         await backend.append("s1", [Event.create("turn/start", 0, 5, {"turn": 1})])
-        log = await backend.read("s1")
+        log = await backend.read_exact("s1")
         assert log.torn is None
         closers = [Event.create("turn/end", 1, 5, {"turn": 1, "reason": {"kind": "interrupted"}})]
         await backend.repair("s1", log, closers)
-        assert (await backend.read("s1")).events == [*log.events, *wire(closers)]
+        assert (await backend.read_exact("s1")).events == [*log.events, *wire(closers)]
 
     run(go())
 
@@ -417,7 +418,7 @@ def check_race_log(db: Path, writers: int, batches: int) -> None:
 async def _read(db: Path, session_id: str) -> StoredLog:
     store = SqliteBackend(db)
     try:
-        return await store.read(session_id)
+        return await store.read_exact(session_id)
     finally:
         await store.close()
 
@@ -437,7 +438,7 @@ def test_two_backends_racing_for_the_same_seq(db: Path) -> None:
                 )
                 assert sum(r is None for r in results) == 1, results
                 assert sum(isinstance(r, SessionConflict) for r in results) == 1, results
-            events = (await b.read("race")).events
+            events = (await b.read_exact("race")).events
             assert [e["seq"] for e in events] == list(range(21))
             for n in range(1, 21, 2):  # each pair was written by one backend
                 assert events[n]["data"]["chunk"]["text"] == events[n + 1]["data"]["chunk"]["text"]
@@ -496,7 +497,7 @@ def test_sessions_are_isolated(db: Path, backend: SqliteBackend) -> None:
                 if seq <= n % 3:
                     await backend.append(session_id, [chunk(seq, f"{session_id}:{seq}")])
         for n, session_id in enumerate(ids):
-            log = await backend.read(session_id)
+            log = await backend.read_exact(session_id)
             assert log.header.id == session_id
             assert [e["data"]["chunk"]["text"] for e in log.events] == [
                 f"{session_id}:{seq}" for seq in range(n % 3 + 1)
@@ -540,7 +541,7 @@ def test_list_fields_match_summarize(db: Path, backend: SqliteBackend) -> None:
             "b",
         )
         for info in listed:
-            log = await backend.read(info.id)
+            log = await backend.read_exact(info.id)
             assert info == summarize(log.header, log.events, location=str(db))
 
     run(go())
@@ -566,9 +567,7 @@ def _execute(db: Path, sql: str, *params: Any) -> None:
         conn.execute(sql, params)
 
 
-@pytest.mark.parametrize(
-    ("sql", "params", "match"),
-    [
+CORRUPTIONS: list[tuple[str, tuple[Any, ...], str]] = [
         (
             "UPDATE events SET line = ? WHERE seq = 2",
             ('{"type":"assistant/chunk","seq":2,',),
@@ -599,8 +598,10 @@ def _execute(db: Path, sql: str, *params: Any) -> None:
             ('{"type":"session","version":0,"id":"other","createdAt":1,"delegationDepth":0}',),
             "does not match session id",
         ),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize(("sql", "params", "match"), CORRUPTIONS)
 def test_corrupt_rows_are_refused(db: Path, sql: str, params: tuple[Any, ...], match: str) -> None:
     _seeded(db)
     _execute(db, "PRAGMA foreign_keys = OFF")
@@ -609,6 +610,27 @@ def test_corrupt_rows_are_refused(db: Path, sql: str, params: tuple[Any, ...], m
         run(_read(db, "s1"))
     assert "'s1'" in str(info.value)
     assert info.value.path == str(db)
+
+
+@pytest.mark.parametrize(("sql", "params", "match"), CORRUPTIONS)
+def test_a_streamed_restore_refuses_corrupt_rows_like_the_exact_read(
+    db: Path, sql: str, params: tuple[Any, ...], match: str
+) -> None:
+    _seeded(db)
+    _execute(db, "PRAGMA foreign_keys = OFF")
+    _execute(db, sql, *params)
+
+    async def go() -> None:
+        store = SessionStore(SqliteBackend(db))
+        try:
+            with pytest.raises(CorruptSession, match=match):
+                await store.inspect("s1")
+            with pytest.raises(CorruptSession, match=match):
+                await store.load("s1")
+        finally:
+            await store.close()
+
+    run(go())
 
 
 @pytest.mark.parametrize(("version", "word"), [(1, "newer"), (42, "newer"), (-1, "older")])

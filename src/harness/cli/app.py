@@ -20,7 +20,7 @@ from rich.console import Console
 from harness.errors import HarnessError, SessionNotFound, UnsupportedFormat
 from harness.events.json import loads
 from harness.session.session import Session
-from harness.stores.backend import Backend, StoredLog
+from harness.stores.backend import Backend, StoredLog, read_whole
 from harness.stores.store import SessionStore, restore_stored
 
 app = typer.Typer(
@@ -261,7 +261,7 @@ def verify(
             async def main() -> StoredLog:
                 backend = options.backend()
                 try:
-                    return await backend.read(target)
+                    return await read_whole(backend, target)
                 finally:
                     await backend.close()
 

@@ -11,6 +11,8 @@ from typing import Any
 
 __all__ = ["message_event_problem", "request_header_problem"]
 
+_ARRAY = (list, tuple)
+
 
 def _non_empty_str(value: object) -> bool:
     return type(value) is str and value != ""
@@ -56,7 +58,7 @@ def message_event_problem(kind: str, data: Any) -> str | None:
     if not isinstance(source, dict) or not _non_empty_str(source.get("kind")):
         return "has an invalid source"
     content = message.get("content")
-    if not isinstance(content, list | tuple):
+    if not isinstance(content, _ARRAY):
         return "has invalid content (must be an array)"
     if kind == "assistant/message":
         if source.get("kind") != "model" or not _non_empty_str(source.get("provider")) or not _non_empty_str(
@@ -71,7 +73,7 @@ def message_event_problem(kind: str, data: Any) -> str | None:
             len(content) != 1
             or not isinstance(content[0], dict)
             or content[0].get("type") != "tool-result"
-            or not isinstance(content[0].get("content"), list | tuple)
+            or not isinstance(content[0].get("content"), _ARRAY)
         ):
             return "must contain one tool-result block"
         if content[0].get("toolCallId") != call_id:

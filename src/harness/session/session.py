@@ -403,8 +403,10 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
     surface = session._surface
     for index, item in enumerate(seed):
         data_json: bytes | None = None
-        if isinstance(item, Event):
-            obj: Any = item.to_json()
+        if type(item) is dict:
+            obj: Any = item
+        elif isinstance(item, Event):
+            obj = item.to_json()
             data_json = item.data_json
         else:
             obj = item
@@ -417,7 +419,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
                     index=index,
                     rule="lossless",
                 ) from None
-        kind = obj.get("type") if isinstance(obj, Mapping) else None
+        kind = obj.get("type") if type(obj) is dict or isinstance(obj, Mapping) else None
         if kind == "request/header-delta":
             raise InvalidSeed(
                 f"seed event at index {index}: unsupported legacy request/header-delta format",
@@ -431,7 +433,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
                 index=index,
                 rule="envelope",
             )
-        assert isinstance(obj, Mapping) and isinstance(kind, str)
+        assert type(kind) is str
         data = obj["data"]
         if kind == "request/header":
             problem = request_header_problem(data)

@@ -14,14 +14,18 @@ Rules every backend keeps:
 * ``read(id)`` never writes. It returns the committed events as wire objects
   freshly decoded (packed rows expanded) and, when a crash left a torn tail, where
   the committed region ends; damage the format calls corruption raises
-  ``CorruptSession`` and a foreign version ``UnsupportedFormat``.
+  ``CorruptSession`` and a foreign version ``UnsupportedFormat``. A backend may
+  instead hand over a ``WireStream``: the events decoded one at a time while the
+  store validates them, so a restore never holds the whole decoded log. The
+  stream's fast checks refuse anything unusual (``StreamRejected``), and the store
+  then asks for the exact read, which applies every rule of the format.
 * ``repair(id, log, closers)`` cuts a torn tail back to the committed region and
   appends the closers, durably, in one step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -30,7 +34,16 @@ from harness.errors import SessionConflict
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 
-__all__ = ["Backend", "SessionInfo", "StoredLog", "TornTail", "check_batch"]
+__all__ = [
+    "Backend",
+    "SessionInfo",
+    "StoredLog",
+    "StreamRejected",
+    "TornTail",
+    "WireStream",
+    "check_batch",
+    "read_whole",
+]
 
 
 def check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
@@ -52,13 +65,43 @@ class TornTail(msgspec.Struct, frozen=True):
     detail: str
 
 
+class StreamRejected(Exception):
+    """A ``WireStream`` met something its fast checks do not cover; read the log exactly."""
+
+
+class WireStream:
+    """A one-pass source of a log's committed events, decoded lazily.
+
+    ``events()`` yields the wire objects in seq order (packed rows expanded, seqs
+    contiguous from 0) and raises ``StreamRejected`` at anything a fast reader does
+    not settle itself: a torn tail, an unparsable line, a seq gap, a file that
+    changed while read. ``exact()`` then reads the log again the exact way (a full
+    ``StoredLog`` with every rule applied, errors included).
+    """
+
+    __slots__ = ("events", "exact")
+
+    def __init__(
+        self,
+        events: Callable[[], Iterator[dict[str, Any]]],
+        exact: Callable[[], Awaitable[StoredLog]],
+    ) -> None:
+        self.events = events
+        self.exact = exact
+
+
 class StoredLog(msgspec.Struct, frozen=True):
-    """What ``read`` found: the header, the committed events (decoded wire objects), a torn tail."""
+    """What ``read`` found: the header, the committed events (decoded wire objects), a torn tail.
+
+    With ``stream`` set, ``events`` is empty and the events come from the stream
+    (see ``WireStream``); ``torn`` is then ``None``.
+    """
 
     header: SessionHeader
     events: list[dict[str, Any]]
     torn: TornTail | None = None
     location: str | None = None
+    stream: WireStream | None = None
 
 
 class SessionInfo(msgspec.Struct, frozen=True):
@@ -105,3 +148,9 @@ class Backend(Protocol):
     async def close(self) -> None:
         """Release resources. Further calls may fail."""
         ...
+
+
+async def read_whole(backend: Backend, session_id: str) -> StoredLog:
+    """``backend.read`` with every event decoded in ``events`` (a stream read exactly)."""
+    log = await backend.read(session_id)
+    return await log.stream.exact() if log.stream is not None else log

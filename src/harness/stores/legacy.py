@@ -12,7 +12,7 @@ from typing import Any
 from harness.errors import UnsupportedFormat
 from harness.events.vocabulary import KNOWN_EVENT_TYPES, LEGACY_REFUSED_TYPES
 
-__all__ = ["legacy_message_id", "normalize_legacy", "refuse_retired", "refuse_unknown"]
+__all__ = ["is_current", "legacy_message_id", "normalize_legacy", "refuse_retired", "refuse_unknown"]
 
 
 def legacy_message_id(session_id: str, seq: int) -> str:
@@ -127,3 +127,35 @@ def normalize_legacy(session_id: str, events: list[dict[str, Any]]) -> None:
         message = data if kind == "user/message" else data.get("message")
         if isinstance(message, dict) and isinstance(message.get("id"), str):
             message_ids[seq] = message["id"]
+
+
+def is_current(event: dict[str, Any]) -> bool:
+    """True when the three passes above would leave ``event`` alone: nothing retired,
+    no legacy shape to rewrite, a known (or ignorable) type.
+
+    A streamed restore checks each event with this and hands any other log to the
+    exact pipeline, so the passes keep their whole-log order of refusals.
+    """
+    kind = event.get("type")
+    if kind in LEGACY_REFUSED_TYPES or kind == "steering/message":
+        return False
+    data = event.get("data")
+    if isinstance(data, dict):
+        if kind == "user/message":
+            if "id" not in data and "content" in data:
+                return False
+        elif kind == "assistant/message":
+            if "message" not in data and "content" in data:
+                return False
+        elif kind == "tool/result":
+            if "message" not in data and "callId" in data:
+                return False
+        elif kind == "turn/start":
+            if "trigger" in data:
+                return False
+        elif kind == "turn/end":
+            if "reason" in data and _turn_end_reason(data["reason"]) is not data["reason"]:
+                return False
+        elif kind == "request/header" and data.get("reason") == "fallback":
+            return False
+    return kind in KNOWN_EVENT_TYPES or event.get("ignorable") is True

@@ -83,7 +83,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -101,7 +101,7 @@ from harness.events.envelope import as_safe_int
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog, check_batch
+from harness.stores.backend import SessionInfo, StoredLog, StreamRejected, WireStream, check_batch
 from harness.stores.ids import check_session_id
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
@@ -114,6 +114,7 @@ DSH_APPLICATION_ID: Final = 0x44534850
 _SQLITE_NOTADB: Final = 26
 
 _T = TypeVar("_T")
+_DONE: Final = (-1, "")
 _Key = str | bytes
 
 
@@ -437,11 +438,37 @@ class SqliteBackend:
     # -- read -------------------------------------------------------------------
 
     async def read(self, session_id: str) -> StoredLog:
-        """The committed log, validated row by row (``torn`` is always ``None``)."""
+        """The committed log as a ``WireStream``: rows are fetched in one snapshot and
+        decoded as the store validates them (``torn`` is always ``None``)."""
+        check_session_id(session_id)
+        header, length, rows = await self._run(self._read_rows, session_id)
+        if not rows:
+            return await self.read_exact(session_id)  # it says why there is nothing to read
+
+        def events() -> Iterator[dict[str, Any]]:
+            if len(rows) != length:
+                raise StreamRejected("row count differs from the recorded length")
+            for index in range(length):
+                seq, line = rows[index]
+                rows[index] = _DONE  # let each row go as soon as it is decoded
+                if seq != index:
+                    raise StreamRejected(f"seq gap at row {index}")
+                try:
+                    event = loads(line)
+                except ValueError:
+                    raise StreamRejected(f"unparsable row at seq {seq}") from None
+                if type(event) is not dict or event.get("seq") != seq:
+                    raise StreamRejected(f"the row at seq {seq} holds another event")
+                yield event
+
+        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id)))
+
+    async def read_exact(self, session_id: str) -> StoredLog:
+        """The committed log, every row decoded and validated (``torn`` is always ``None``)."""
         check_session_id(session_id)
         return await self._run(self._read, session_id)
 
-    def _read(self, session_id: str) -> StoredLog:
+    def _read_rows(self, session_id: str) -> tuple[SessionHeader, int, list[tuple[int, str]]]:
         conn = self._db
         key = _sql_text(session_id)
         try:
@@ -464,9 +491,14 @@ class SqliteBackend:
                 raise SessionNotFound(f"session {session_id!r} was created but never appended to")
             raise SessionNotFound(f"no session {session_id!r}")
         header = self._header(session_id, row[0])
+        length = row[1]
+        return header, length if type(length) is int else -1, lines
+
+    def _read(self, session_id: str) -> StoredLog:
+        header, length, lines = self._read_rows(session_id)
         events = self._decode(session_id, lines)
-        if len(events) != row[1]:
-            raise self._corrupt(session_id, f"{row[1]} events recorded but {len(events)} rows stored")
+        if len(events) != length:
+            raise self._corrupt(session_id, f"{length} events recorded but {len(events)} rows stored")
         if not events:
             raise SessionNotFound(f"session {session_id!r} was created but never appended to")
         return StoredLog(header, events)

@@ -14,7 +14,7 @@ returned flush (and whatever a background write made durable earlier is kept).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidSeed, SessionExists, SessionNotFound, StorageError
@@ -22,12 +22,12 @@ from harness.events.collector import collector_paused
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.session.session import Session
-from harness.stores.backend import Backend, SessionInfo, StoredLog
+from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected
 from harness.stores.ids import check_session_id
-from harness.stores.legacy import normalize_legacy, refuse_retired, refuse_unknown
+from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
-__all__ = ["SessionStore", "restore_stored"]
+__all__ = ["SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
 
 logger = logging.getLogger("harness.stores")
 
@@ -67,6 +67,48 @@ def restore_stored(
         raise CorruptSession(
             f"stored session {session_id!r} failed validation: {error}", path=log.location
         ) from error
+
+
+def _current_only(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for event in events:
+        if not is_current(event):
+            raise StreamRejected(f"event at seq {event.get('seq')!r} needs the legacy pipeline")
+        yield event
+
+
+def restore_streamed(
+    session_id: str, log: StoredLog, *, clock: Clock | None = None
+) -> tuple[Session, list[Event]] | None:
+    """``restore_stored`` over ``log.stream``, validating each event as it is decoded.
+
+    Returns ``None`` when the stream refused something or the log failed validation:
+    the caller then restores from ``log.stream.exact()``, whose exact pipeline gives
+    the precise outcome (an error, a legacy rewrite, a torn-tail repair). A log this
+    returns a session for is one the exact pipeline restores identically.
+    """
+    stream = log.stream
+    assert stream is not None
+    if log.header.id != session_id:
+        return None
+    try:
+        with collector_paused():
+            return Session.from_stored(session_id, _current_only(stream.events()), log.header, clock=clock)
+    except (StreamRejected, InvalidSeed):
+        return None
+
+
+async def restore_logged(
+    session_id: str, log: StoredLog, *, clock: Clock | None = None
+) -> tuple[Session, list[Event], StoredLog]:
+    """Restore ``log`` (streamed when it can), falling back to the exact read. Returns the
+    session, its closers and the log the result came from."""
+    if log.stream is not None:
+        restored = restore_streamed(session_id, log, clock=clock)
+        if restored is not None:
+            return restored[0], restored[1], log
+        log = await log.stream.exact()
+    session, closers = restore_stored(session_id, log, clock=clock)
+    return session, closers, log
 
 
 class SessionStore:
@@ -120,9 +162,7 @@ class SessionStore:
         return self._attach(session, 0)
 
     async def _restore(self, session_id: str) -> tuple[Session, list[Event], StoredLog]:
-        log = await self._backend.read(session_id)
-        session, closers = restore_stored(session_id, log, clock=self._clock)
-        return session, closers, log
+        return await restore_logged(session_id, await self._backend.read(session_id), clock=self._clock)
 
     async def load(self, session_id: str) -> Session:
         """Restore a stored session, commit its repair closers durably, return it live.
@@ -141,7 +181,7 @@ class SessionStore:
         session, closers, log = await self._restore(session_id)
         if closers or log.torn is not None:
             await self._backend.repair(session_id, log, closers)
-        return self._attach(session, len(log.events) + len(closers))
+        return self._attach(session, session.first_live_seq)
 
     async def inspect(self, session_id: str) -> Session:
         """The view ``load`` would give (closers included), detached; writes nothing."""

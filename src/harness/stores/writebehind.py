@@ -26,7 +26,7 @@ from typing import Final
 from harness.errors import PersistenceFailed, SessionConflict, StorageError
 from harness.events.event import Event
 from harness.events.json import json_equal, loads
-from harness.stores.backend import Backend
+from harness.stores.backend import Backend, read_whole
 
 __all__ = ["DEFAULT_WINDOW_S", "WriteBehind"]
 
@@ -119,7 +119,7 @@ class WriteBehind:
             return
         committed = [event for event in self._queue if event.seq < stored]
         if committed:
-            log = await self._backend.read(self._id)
+            log = await read_whole(self._backend, self._id)
             for event in committed:
                 if event.seq >= len(log.events) or not json_equal(
                     log.events[event.seq], loads(event.encode())

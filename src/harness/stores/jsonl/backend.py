@@ -37,8 +37,11 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
+import zstandard
+
 from harness.errors import (
     CorruptSession,
+    HarnessError,
     InvalidSessionId,
     PersistenceFailed,
     SessionConflict,
@@ -49,19 +52,21 @@ from harness.events.event import Event
 from harness.events.json import dumps
 from harness.events.packed import pack_rows
 from harness.session.header import SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog, TornTail, check_batch
+from harness.stores.backend import SessionInfo, StoredLog, TornTail, WireStream, check_batch
 from harness.stores.ids import check_session_id
-from harness.stores.jsonl.fileio import FileOps, write_all
-from harness.stores.jsonl.frames import encode_frame
-from harness.stores.jsonl.headerline import header_fields
+from harness.stores.jsonl.fileio import FileOps, read_stable, write_all
+from harness.stores.jsonl.frames import encode_frame, header_line_of, scan_frames
+from harness.stores.jsonl.headerline import header_fields, parse_header_line
 from harness.stores.jsonl.paths import DIR_MODE, FILE_MODE, MAX_SEGMENT, Compression, Layout, encode_segment
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
+from harness.stores.jsonl.stream import plain_events, zstd_events
 
 __all__ = ["JsonlBackend"]
 
 _T = TypeVar("_T")
 _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
+_HEADER_LIMIT: Final = 1 << 20  # a longer first line is left to the exact reader
 
 
 class _Cursor:
@@ -175,7 +180,11 @@ class JsonlBackend:
         if path is None:
             raise SessionNotFound(f"no stored session {session_id!r} under {self._layout.root}")
         scan = read_log_file(path, self._compression, session_id)
-        header = scan.header
+        self._check_identity(session_id, scan.header, path)
+        return scan
+
+    def _check_identity(self, session_id: str, header: SessionHeader, path: str) -> None:
+        """The header read from ``path`` must name ``session_id`` and belong at ``path``."""
         if header.id != session_id:
             raise CorruptSession(
                 f"corrupt session log: requested id {session_id!r} does not match header id {header.id!r}",
@@ -189,7 +198,6 @@ class JsonlBackend:
                 path=path,
                 offset=0,
             )
-        return scan
 
     async def _cursor(self, session_id: str) -> _Cursor:
         """The cursor of a known session, learning a stored one from disk."""
@@ -356,6 +364,70 @@ class JsonlBackend:
     # ---- read / repair ----------------------------------------------------------------
 
     async def read(self, session_id: str) -> StoredLog:
+        """The log as a ``WireStream`` when it opens cleanly (events decoded as the
+        store validates them), else the exact read (see ``read_exact``)."""
+        cursor = self._cursors.get(session_id)
+        if cursor is not None and not cursor.published:
+            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+        check_session_id(session_id)
+        if cursor is None or cursor.scan is None:
+            try:
+                opened = await self._run(self._open_stream, session_id)
+            except (HarnessError, OSError, ValueError, zstandard.ZstdError):
+                opened = None  # the exact read says precisely what is wrong
+            if opened is not None:
+                return opened
+        return await self.read_exact(session_id)
+
+    def _open_stream(self, session_id: str) -> StoredLog | None:
+        self._check_root()
+        path = self._layout.find_log(session_id)
+        if path is None:
+            return None
+        if self._compression == "zstd":
+            buf = read_stable(path)
+            scan = scan_frames(buf)
+            if scan.torn_start is not None or not scan.frames:
+                return None
+            first_start, first_end = scan.frames[0]
+            line = header_line_of(memoryview(buf)[first_start:first_end], path=path, offset=first_start)
+            header = parse_header_line(line, session_id=session_id, path=path)
+            self._check_identity(session_id, header, path)
+            finished = self._stream_finished(header, path, len(buf))
+            frames = scan.frames[1:]
+            events = lambda: zstd_events(buf, frames, finished)  # noqa: E731
+        else:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                first = handle.readline(_HEADER_LIMIT)
+            if not first.endswith(b"\n"):
+                return None
+            header = parse_header_line(first[:-1], session_id=session_id, path=path)
+            self._check_identity(session_id, header, path)
+            finished = self._stream_finished(header, path, size)
+            start = len(first)
+            events = lambda: plain_events(path, start, size, finished)  # noqa: E731
+        return StoredLog(
+            header, [], None, path, stream=WireStream(events, lambda: self.read_exact(session_id))
+        )
+
+    def _stream_finished(self, header: SessionHeader, path: str, size: int) -> Callable[[int], None]:
+        def finished(length: int) -> None:
+            cursor = self._cursors.get(header.id)
+            if cursor is None:
+                cursor = self._cursors[header.id] = _Cursor(header, path)
+            elif cursor.lock.locked() or cursor.scan is not None:
+                return  # a write or a repair is under way: keep what it knows
+            cursor.header = header
+            cursor.path = path
+            cursor.published = True
+            cursor.length = length
+            cursor.committed = size
+
+        return finished
+
+    async def read_exact(self, session_id: str) -> StoredLog:
+        """The whole committed log decoded, with a torn tail found and reported."""
         cursor = self._cursors.get(session_id)
         if cursor is not None and not cursor.published:
             raise SessionNotFound(f"session {session_id!r} was created but never appended to")

@@ -1,0 +1,102 @@
+"""Streamed reading of a healthy JSONL log, for a restore that keeps no decoded copy.
+
+A healthy log is the common case: every line parses, seqs run on from 0, the last
+line ends with its newline (zstd: every frame is complete and checksums). The
+generators here decode such a log one line at a time, reading a plain file in
+blocks and a zstd file one frame at a time, so a restore holds the committed
+events it builds and one block, never the whole decoded log. Anything else (a
+torn tail, damage, a file that changed while read) raises ``StreamRejected``: the
+backend's exact reader (``reader.parse_log``) then applies the format's rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+import zstandard
+
+from harness.events.json import loads
+from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
+from harness.stores.backend import StreamRejected
+from harness.stores.jsonl.frames import decode_frame
+
+__all__ = ["BLOCK_SIZE", "plain_events", "zstd_events"]
+
+BLOCK_SIZE: Final = 1 << 20
+
+Finished = Callable[[int], None]
+"""Called with the event count once a stream was read to its end."""
+
+
+class _Lines:
+    """Turns newline-terminated lines into events with contiguous seqs."""
+
+    __slots__ = ("expected",)
+
+    def __init__(self) -> None:
+        self.expected = 0
+
+    def events(self, lines: list[bytes]) -> Iterator[dict[str, Any]]:
+        for line in lines:
+            try:
+                record = loads(line)
+            except ValueError:
+                raise StreamRejected("an unparsable line") from None
+            if type(record) is not dict:
+                raise StreamRejected("a line that is not an object")
+            if record.get("type") in PACKED_ROW_TYPES:
+                try:
+                    members = expand_row(record)
+                except PackedRowError:
+                    raise StreamRejected("an invalid packed row") from None
+            else:
+                members = [record]
+            for event in members:
+                seq = event.get("seq")
+                if type(seq) is not int or seq != self.expected:
+                    raise StreamRejected(f"seq {seq!r} where {self.expected} was due")
+                self.expected += 1
+                yield event
+
+
+def plain_events(path: str, start: int, size: int, finished: Finished) -> Iterator[dict[str, Any]]:
+    """The events of the plain log at ``path`` between byte ``start`` (after the
+    header line) and ``size`` (its size when the read began)."""
+    lines = _Lines()
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        remaining = size - start
+        pending = b""
+        while remaining > 0:
+            block = handle.read(min(BLOCK_SIZE, remaining))
+            if not block:
+                raise StreamRejected("the log shrank while it was read")
+            remaining -= len(block)
+            pieces = (pending + block if pending else block).split(b"\n")
+            pending = pieces.pop()
+            del block
+            yield from lines.events(pieces)
+    if pending:
+        raise StreamRejected("the last line has no newline")
+    finished(lines.expected)
+
+
+def zstd_events(
+    buf: bytes, frames: list[tuple[int, int]], finished: Finished
+) -> Iterator[dict[str, Any]]:
+    """The events of the complete zstd frames ``frames`` of ``buf`` (the header frame
+    excluded), each frame decoded and checked when it is reached."""
+    lines = _Lines()
+    view = memoryview(buf)
+    for start, end in frames:
+        try:
+            plaintext = decode_frame(view[start:end])
+        except (zstandard.ZstdError, ValueError):
+            raise StreamRejected(f"the frame at byte {start} does not decode") from None
+        pieces = plaintext.split(b"\n")
+        if pieces.pop():
+            raise StreamRejected(f"the frame at byte {start} ends inside a line")
+        del plaintext
+        yield from lines.events(pieces)
+    finished(lines.expected)
