@@ -102,3 +102,21 @@ def test_errors_are_one_line_without_a_traceback(root: Path) -> None:
     code, out, err = invoke(root, "log", "no-such-session")
     assert code == 1 and "no stored session" in err and "Traceback" not in out + err
     assert len(err.strip().splitlines()) <= 2
+
+
+def test_the_loading_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> None:
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.progress import loading_bar
+
+    screen = io.StringIO()
+    with loading_bar(Console(file=screen, force_terminal=True, width=80), "loading s1") as advance:
+        advance(50, 200)
+        advance(200, 200)
+    assert "loading s1" in screen.getvalue()
+    piped = io.StringIO()
+    with loading_bar(Console(file=piped, force_terminal=False), "loading s1") as advance:
+        advance(50, 200)
+    assert piped.getvalue() == ""

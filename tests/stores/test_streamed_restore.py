@@ -190,3 +190,41 @@ def test_is_current_refuses_every_shape_the_legacy_passes_touch() -> None:
     ]
     for event in refused:
         assert not is_current(event), event
+
+
+@pytest.mark.parametrize("kind", ["none", "zstd", "sqlite"])
+def test_a_restore_reports_its_progress_up_to_the_whole(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.stores.jsonl.stream as stream_module
+    import harness.stores.store as store_module
+    from harness.stores.sqlite import SqliteBackend
+
+    monkeypatch.setattr(store_module, "_PROGRESS_EVERY", 10)
+    monkeypatch.setattr(stream_module, "BLOCK_SIZE", 256)  # a plain file is read in blocks
+
+    def make() -> Any:
+        if kind == "sqlite":
+            return SqliteBackend(tmp_path / "sessions.db")
+        return JsonlBackend(tmp_path, kind, threaded=False)  # type: ignore[arg-type]
+
+    async def go() -> list[tuple[int, int]]:
+        store = SessionStore(make())
+        session = await store.create()
+        for index in range(25):
+            session.append("session/title", {"title": f"title {index}"})
+            await store.flush(session)  # one durable batch (zstd: one frame) per event
+        await store.close()
+        seen: list[tuple[int, int]] = []
+        again = SessionStore(make())
+        restored = await again.inspect(session.id, progress=lambda done, total: seen.append((done, total)))
+        assert len(restored.events) == 26
+        await again.close()
+        return seen
+
+    seen = asyncio.run(go())
+    assert len(seen) == 3  # after 10 and 20 events, then the end
+    totals = {total for _, total in seen}
+    assert len(totals) == 1 and totals.pop() > 0
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == seen[-1][1] and done[0] < done[-1]

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 
+from harness.cli.progress import loading_bar
 from harness.errors import HarnessError, SessionNotFound, UnsupportedFormat
 from harness.events.json import loads
 from harness.session.session import Session
@@ -153,9 +154,9 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
 
 
 def _inspect(ctx: typer.Context, session_id: str) -> Session:
-    console = Console(stderr=True)
-    with console.status(f"loading session {session_id} …"):
-        session: Session = _with_store(ctx, lambda store: store.inspect(session_id))
+    """The session as ``inspect`` restores it, with a progress bar on stderr while it loads."""
+    with loading_bar(Console(stderr=True), f"loading {session_id}") as advance:
+        session: Session = _with_store(ctx, lambda store: store.inspect(session_id, progress=advance))
     return session
 
 

@@ -36,6 +36,7 @@ from harness.session.header import SessionHeader
 
 __all__ = [
     "Backend",
+    "ReadProgress",
     "SessionInfo",
     "StoredLog",
     "StreamRejected",
@@ -69,6 +70,16 @@ class StreamRejected(Exception):
     """A ``WireStream`` met something its fast checks do not cover; read the log exactly."""
 
 
+class ReadProgress:
+    """How far a ``WireStream`` has read: ``done`` of ``total`` units (bytes or rows)."""
+
+    __slots__ = ("done", "total")
+
+    def __init__(self, total: int) -> None:
+        self.done = 0
+        self.total = total
+
+
 class WireStream:
     """A one-pass source of a log's committed events, decoded lazily.
 
@@ -76,18 +87,21 @@ class WireStream:
     contiguous from 0) and raises ``StreamRejected`` at anything a fast reader does
     not settle itself: a torn tail, an unparsable line, a seq gap, a file that
     changed while read. ``exact()`` then reads the log again the exact way (a full
-    ``StoredLog`` with every rule applied, errors included).
+    ``StoredLog`` with every rule applied, errors included). ``progress`` is
+    advanced by the stream as it reads.
     """
 
-    __slots__ = ("events", "exact")
+    __slots__ = ("events", "exact", "progress")
 
     def __init__(
         self,
         events: Callable[[], Iterator[dict[str, Any]]],
         exact: Callable[[], Awaitable[StoredLog]],
+        progress: ReadProgress | None = None,
     ) -> None:
         self.events = events
         self.exact = exact
+        self.progress = progress or ReadProgress(0)
 
 
 class StoredLog(msgspec.Struct, frozen=True):

@@ -101,7 +101,14 @@ from harness.events.envelope import as_safe_int
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog, StreamRejected, WireStream, check_batch
+from harness.stores.backend import (
+    ReadProgress,
+    SessionInfo,
+    StoredLog,
+    StreamRejected,
+    WireStream,
+    check_batch,
+)
 from harness.stores.ids import check_session_id
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
@@ -444,6 +451,7 @@ class SqliteBackend:
         header, length, rows = await self._run(self._read_rows, session_id)
         if not rows:
             return await self.read_exact(session_id)  # it says why there is nothing to read
+        progress = ReadProgress(len(rows))
 
         def events() -> Iterator[dict[str, Any]]:
             if len(rows) != length:
@@ -459,9 +467,10 @@ class SqliteBackend:
                     raise StreamRejected(f"unparsable row at seq {seq}") from None
                 if type(event) is not dict or event.get("seq") != seq:
                     raise StreamRejected(f"the row at seq {seq} holds another event")
+                progress.done = index + 1
                 yield event
 
-        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id)))
+        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
     async def read_exact(self, session_id: str) -> StoredLog:
         """The committed log, every row decoded and validated (``torn`` is always ``None``)."""

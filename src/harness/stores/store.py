@@ -22,12 +22,12 @@ from harness.events.collector import collector_paused
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.session.session import Session
-from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected
+from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected, WireStream
 from harness.stores.ids import check_session_id
 from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
-__all__ = ["SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
+__all__ = ["Progress", "SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
 
 logger = logging.getLogger("harness.stores")
 
@@ -69,15 +69,28 @@ def restore_stored(
         ) from error
 
 
-def _current_only(events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for event in events:
+Progress = Callable[[int, int], None]
+"""Told ``(done, total)`` now and then while a stored session is read (units: bytes or rows)."""
+
+_PROGRESS_EVERY = 4096
+
+
+def _current_only(
+    events: Iterator[dict[str, Any]], stream: WireStream, progress: Progress | None
+) -> Iterator[dict[str, Any]]:
+    read = stream.progress
+    for count, event in enumerate(events, 1):
         if not is_current(event):
             raise StreamRejected(f"event at seq {event.get('seq')!r} needs the legacy pipeline")
+        if progress is not None and count % _PROGRESS_EVERY == 0:
+            progress(read.done, read.total)
         yield event
+    if progress is not None:
+        progress(read.total, read.total)
 
 
 def restore_streamed(
-    session_id: str, log: StoredLog, *, clock: Clock | None = None
+    session_id: str, log: StoredLog, *, clock: Clock | None = None, progress: Progress | None = None
 ) -> tuple[Session, list[Event]] | None:
     """``restore_stored`` over ``log.stream``, validating each event as it is decoded.
 
@@ -92,18 +105,19 @@ def restore_streamed(
         return None
     try:
         with collector_paused():
-            return Session.from_stored(session_id, _current_only(stream.events()), log.header, clock=clock)
+            events = _current_only(stream.events(), stream, progress)
+            return Session.from_stored(session_id, events, log.header, clock=clock)
     except (StreamRejected, InvalidSeed):
         return None
 
 
 async def restore_logged(
-    session_id: str, log: StoredLog, *, clock: Clock | None = None
+    session_id: str, log: StoredLog, *, clock: Clock | None = None, progress: Progress | None = None
 ) -> tuple[Session, list[Event], StoredLog]:
     """Restore ``log`` (streamed when it can), falling back to the exact read. Returns the
     session, its closers and the log the result came from."""
     if log.stream is not None:
-        restored = restore_streamed(session_id, log, clock=clock)
+        restored = restore_streamed(session_id, log, clock=clock, progress=progress)
         if restored is not None:
             return restored[0], restored[1], log
         log = await log.stream.exact()
@@ -161,14 +175,18 @@ class SessionStore:
         await self._backend.create(session.header)
         return self._attach(session, 0)
 
-    async def _restore(self, session_id: str) -> tuple[Session, list[Event], StoredLog]:
-        return await restore_logged(session_id, await self._backend.read(session_id), clock=self._clock)
+    async def _restore(
+        self, session_id: str, progress: Progress | None
+    ) -> tuple[Session, list[Event], StoredLog]:
+        log = await self._backend.read(session_id)
+        return await restore_logged(session_id, log, clock=self._clock, progress=progress)
 
-    async def load(self, session_id: str) -> Session:
+    async def load(self, session_id: str, *, progress: Progress | None = None) -> Session:
         """Restore a stored session, commit its repair closers durably, return it live.
 
         A session already live in this store is flushed and returned as is, unless
         its turn is open (a live turn is never repaired): then ``StorageError``.
+        ``progress`` is told how far the read has come (see ``Progress``).
         """
         self._check_open()
         check_session_id(session_id)
@@ -178,19 +196,19 @@ class SessionStore:
             if _open_turn(live.session):
                 raise StorageError(f"session {session_id!r} is live in this store with an open turn")
             return live.session
-        session, closers, log = await self._restore(session_id)
+        session, closers, log = await self._restore(session_id, progress)
         if closers or log.torn is not None:
             await self._backend.repair(session_id, log, closers)
         return self._attach(session, session.first_live_seq)
 
-    async def inspect(self, session_id: str) -> Session:
+    async def inspect(self, session_id: str, *, progress: Progress | None = None) -> Session:
         """The view ``load`` would give (closers included), detached; writes nothing."""
         self._check_open()
         check_session_id(session_id)
         live = self._live.get(session_id)
         if live is not None:
             return Session.from_restore(session_id, list(live.session.events), live.session.header)
-        session, _, _ = await self._restore(session_id)
+        session, _, _ = await self._restore(session_id, progress)
         return session
 
     async def list(self) -> list[SessionInfo]:

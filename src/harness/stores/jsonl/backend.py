@@ -52,7 +52,7 @@ from harness.events.event import Event
 from harness.events.json import dumps
 from harness.events.packed import pack_rows
 from harness.session.header import SessionHeader, validate_header
-from harness.stores.backend import SessionInfo, StoredLog, TornTail, WireStream, check_batch
+from harness.stores.backend import ReadProgress, SessionInfo, StoredLog, TornTail, WireStream, check_batch
 from harness.stores.ids import check_session_id
 from harness.stores.jsonl.fileio import FileOps, read_stable, write_all
 from harness.stores.jsonl.frames import encode_frame, header_line_of, scan_frames
@@ -395,7 +395,8 @@ class JsonlBackend:
             self._check_identity(session_id, header, path)
             finished = self._stream_finished(header, path, len(buf))
             frames = scan.frames[1:]
-            events = lambda: zstd_events(buf, frames, finished)  # noqa: E731
+            progress = ReadProgress(len(buf))
+            events = lambda: zstd_events(buf, frames, finished, progress)  # noqa: E731
         else:
             with open(path, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
@@ -406,10 +407,10 @@ class JsonlBackend:
             self._check_identity(session_id, header, path)
             finished = self._stream_finished(header, path, size)
             start = len(first)
-            events = lambda: plain_events(path, start, size, finished)  # noqa: E731
-        return StoredLog(
-            header, [], None, path, stream=WireStream(events, lambda: self.read_exact(session_id))
-        )
+            progress = ReadProgress(size)
+            events = lambda: plain_events(path, start, size, finished, progress)  # noqa: E731
+        stream = WireStream(events, lambda: self.read_exact(session_id), progress)
+        return StoredLog(header, [], None, path, stream=stream)
 
     def _stream_finished(self, header: SessionHeader, path: str, size: int) -> Callable[[int], None]:
         def finished(length: int) -> None:

@@ -18,7 +18,7 @@ import zstandard
 
 from harness.events.json import loads
 from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
-from harness.stores.backend import StreamRejected
+from harness.stores.backend import ReadProgress, StreamRejected
 from harness.stores.jsonl.frames import decode_frame
 
 __all__ = ["BLOCK_SIZE", "plain_events", "zstd_events"]
@@ -60,9 +60,11 @@ class _Lines:
                 yield event
 
 
-def plain_events(path: str, start: int, size: int, finished: Finished) -> Iterator[dict[str, Any]]:
+def plain_events(
+    path: str, start: int, size: int, finished: Finished, progress: ReadProgress
+) -> Iterator[dict[str, Any]]:
     """The events of the plain log at ``path`` between byte ``start`` (after the
-    header line) and ``size`` (its size when the read began)."""
+    header line) and ``size`` (its size when the read began). ``progress`` counts bytes."""
     lines = _Lines()
     with open(path, "rb") as handle:
         handle.seek(start)
@@ -73,6 +75,7 @@ def plain_events(path: str, start: int, size: int, finished: Finished) -> Iterat
             if not block:
                 raise StreamRejected("the log shrank while it was read")
             remaining -= len(block)
+            progress.done = size - remaining
             pieces = (pending + block if pending else block).split(b"\n")
             pending = pieces.pop()
             del block
@@ -83,10 +86,11 @@ def plain_events(path: str, start: int, size: int, finished: Finished) -> Iterat
 
 
 def zstd_events(
-    buf: bytes, frames: list[tuple[int, int]], finished: Finished
+    buf: bytes, frames: list[tuple[int, int]], finished: Finished, progress: ReadProgress
 ) -> Iterator[dict[str, Any]]:
     """The events of the complete zstd frames ``frames`` of ``buf`` (the header frame
-    excluded), each frame decoded and checked when it is reached."""
+    excluded), each frame decoded and checked when it is reached. ``progress`` counts
+    compressed bytes."""
     lines = _Lines()
     view = memoryview(buf)
     for start, end in frames:
@@ -98,5 +102,6 @@ def zstd_events(
         if pieces.pop():
             raise StreamRejected(f"the frame at byte {start} ends inside a line")
         del plaintext
+        progress.done = end
         yield from lines.events(pieces)
     finished(lines.expected)
