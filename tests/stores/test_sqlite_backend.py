@@ -667,7 +667,7 @@ def _pragma(db: Path, name: str) -> int:
 
 def test_new_file_gets_identity_pragmas_and_mode(db: Path, backend: SqliteBackend) -> None:
     assert _pragma(db, "application_id") == APPLICATION_ID
-    assert _pragma(db, "user_version") == SCHEMA_VERSION == 1
+    assert _pragma(db, "user_version") == SCHEMA_VERSION == 2
     with raw(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert db.stat().st_mode & 0o777 == 0o600
@@ -716,24 +716,44 @@ def test_older_schema_is_migrated_in_order(db: Path, monkeypatch: pytest.MonkeyP
     _seeded(db, count=2)
     calls: list[int] = []
 
-    def to_2(conn: sqlite3.Connection) -> None:
+    def to_3(conn: sqlite3.Connection) -> None:
         calls.append(2)
         conn.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
 
-    def to_3(conn: sqlite3.Connection) -> None:
+    def to_4(conn: sqlite3.Connection) -> None:
         calls.append(3)
         conn.execute("UPDATE sessions SET note = 'migrated'")
 
-    migrations: list[Callable[[sqlite3.Connection], None]] = [*sqlite_module._MIGRATIONS, to_2, to_3]
+    migrations: list[Callable[[sqlite3.Connection], None]] = [*sqlite_module._MIGRATIONS, to_3, to_4]
     monkeypatch.setattr(sqlite_module, "_MIGRATIONS", migrations)
     log = run(_read(db, "s1"))
     assert calls == [2, 3]
-    assert _pragma(db, "user_version") == 3
+    assert _pragma(db, "user_version") == 4
     assert len(log.events) == 2
     with raw(db) as conn:
         assert conn.execute("SELECT note FROM sessions").fetchone() == ("migrated",)
     run(_read(db, "s1"))  # already current: nothing runs again
     assert calls == [2, 3]
+
+
+def test_a_version_1_file_is_migrated_to_a_rowid_events_table_with_every_row(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr(sqlite_module, "_MIGRATIONS", sqlite_module._MIGRATIONS[:1])
+        _seeded(db, count=5)
+        assert _pragma(db, "user_version") == 1
+        with raw(db) as conn:
+            (old,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
+            before = conn.execute("SELECT * FROM events ORDER BY session_id, seq").fetchall()
+        assert "WITHOUT ROWID" in old
+    log = run(_read(db, "s1"))
+    assert _pragma(db, "user_version") == SCHEMA_VERSION == 2
+    assert [event["seq"] for event in log.events] == [0, 1, 2, 3, 4]
+    with raw(db) as conn:
+        (new,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
+        assert conn.execute("SELECT * FROM events ORDER BY session_id, seq").fetchall() == before
+    assert "WITHOUT ROWID" not in new and "PRIMARY KEY (session_id, seq)" in new
 
 
 def test_failed_migration_rolls_back(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -746,7 +766,7 @@ def test_failed_migration_rolls_back(db: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(sqlite_module, "_MIGRATIONS", [*sqlite_module._MIGRATIONS, broken])
     with pytest.raises(PersistenceFailed):
         SqliteBackend(db)
-    assert _pragma(db, "user_version") == 1
+    assert _pragma(db, "user_version") == SCHEMA_VERSION
     with raw(db) as conn:
         assert "note" not in [column[1] for column in conn.execute("PRAGMA table_info(sessions)")]
 

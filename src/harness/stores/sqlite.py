@@ -4,7 +4,7 @@ Byte compatibility with dsh's SQLite store is not a goal (JSONL is the interchan
 format); the design follows its outline: one row per session, one row per event,
 ``BEGIN IMMEDIATE`` + a tail check per append, ``synchronous=FULL``, WAL.
 
-Schema (version 1, ``PRAGMA application_id`` = ``0x68726E73`` "hrns",
+Schema (version 2, ``PRAGMA application_id`` = ``0x68726E73`` "hrns",
 ``PRAGMA user_version`` = schema version), both tables ``STRICT``::
 
     sessions(id PRIMARY KEY, version, created_at, cwd, parent_session, seed_length,
@@ -15,7 +15,7 @@ Schema (version 1, ``PRAGMA application_id`` = ``0x68726E73`` "hrns",
              title_seq)    -- seq of the latest session/title event with a string title (list())
     events(session_id REFERENCES sessions, seq, type, time,
            line,          -- the event's exact wire JSON line (Event.encode()) as text
-           PRIMARY KEY(session_id, seq))
+           PRIMARY KEY(session_id, seq))   -- a rowid table since version 2
 
 ``read`` returns ``loads(line)`` for each row, so what comes back is exactly what
 was appended, key order included; ``header`` + ``line``\\s in seq order is the
@@ -121,7 +121,10 @@ DSH_APPLICATION_ID: Final = 0x44534850
 _SQLITE_NOTADB: Final = 26
 
 _T = TypeVar("_T")
-_DONE: Final = (-1, "")
+_DONE: Final = (b"",)
+_SELECT_ROWS: Final = "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq"
+# The stream takes the lines as bytes (the cast is free in SQLite) and checks seqs in the JSON.
+_SELECT_LINES: Final = "SELECT CAST(line AS BLOB) FROM events WHERE session_id = ? ORDER BY seq"
 _Key = str | bytes
 
 
@@ -159,7 +162,31 @@ def _migrate_to_1(conn: sqlite3.Connection) -> None:
     )
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1]
+def _migrate_to_2(conn: sqlite3.Connection) -> None:
+    """``events`` becomes a rowid table. As a WITHOUT ROWID table, a row of more than
+    about 1 KB (most messages) spilled its last bytes into an overflow page of its own:
+    the file was 4× the events' size and a restore read all of it."""
+    conn.execute(
+        """
+        CREATE TABLE events_v2 (
+            session_id ANY NOT NULL REFERENCES sessions(id),
+            seq INTEGER NOT NULL,
+            type ANY NOT NULL,
+            time INTEGER NOT NULL,
+            line TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) STRICT
+        """
+    )
+    conn.execute(
+        "INSERT INTO events_v2 (session_id, seq, type, time, line) "
+        "SELECT session_id, seq, type, time, line FROM events ORDER BY session_id, seq"
+    )
+    conn.execute("DROP TABLE events")
+    conn.execute("ALTER TABLE events_v2 RENAME TO events")
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
 """``_MIGRATIONS[v]`` upgrades schema version ``v`` to ``v + 1`` (0 = an empty file)."""
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
@@ -448,7 +475,7 @@ class SqliteBackend:
         """The committed log as a ``WireStream``: rows are fetched in one snapshot and
         decoded as the store validates them (``torn`` is always ``None``)."""
         check_session_id(session_id)
-        header, length, rows = await self._run(self._read_rows, session_id)
+        header, length, rows = await self._run(self._read_rows, session_id, _SELECT_LINES)
         if not rows:
             return await self.read_exact(session_id)  # it says why there is nothing to read
         progress = ReadProgress(len(rows))
@@ -457,16 +484,14 @@ class SqliteBackend:
             if len(rows) != length:
                 raise StreamRejected("row count differs from the recorded length")
             for index in range(length):
-                seq, line = rows[index]
+                (line,) = rows[index]
                 rows[index] = _DONE  # let each row go as soon as it is decoded
-                if seq != index:
-                    raise StreamRejected(f"seq gap at row {index}")
                 try:
                     event = loads(line)
                 except ValueError:
-                    raise StreamRejected(f"unparsable row at seq {seq}") from None
-                if type(event) is not dict or event.get("seq") != seq:
-                    raise StreamRejected(f"the row at seq {seq} holds another event")
+                    raise StreamRejected(f"unparsable row {index}") from None
+                if type(event) is not dict or event.get("seq") != index:
+                    raise StreamRejected(f"row {index} does not hold the event with that seq")
                 progress.done = index + 1
                 yield event
 
@@ -477,20 +502,14 @@ class SqliteBackend:
         check_session_id(session_id)
         return await self._run(self._read, session_id)
 
-    def _read_rows(self, session_id: str) -> tuple[SessionHeader, int, list[tuple[int, str]]]:
+    def _read_rows(self, session_id: str, select: str = _SELECT_ROWS) -> tuple[SessionHeader, int, list[Any]]:
         conn = self._db
         key = _sql_text(session_id)
         try:
             conn.execute("BEGIN")
             try:
                 row = conn.execute("SELECT header, length FROM sessions WHERE id = ?", (key,)).fetchone()
-                lines = (
-                    conn.execute(
-                        "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq", (key,)
-                    ).fetchall()
-                    if row is not None
-                    else []
-                )
+                lines = conn.execute(select, (key,)).fetchall() if row is not None else []
             finally:
                 conn.execute("COMMIT")
         except sqlite3.Error as error:
