@@ -9,8 +9,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "harness"
 # Each layer may import itself and the layers listed before it.
-LAYERS = ["errors", "events", "messages", "surface", "session", "stores"]
-TOP = {"cli", "demo"}
+LAYERS = ["errors", "events", "messages", "surface", "session", "stores", "tools", "providers", "agent"]
+TOP = {"cli", "demo", "testing"}
 
 
 def layer_of(module: str) -> str:
@@ -46,4 +46,5 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
 
 
 def test_every_layer_has_sources() -> None:
-    assert {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in SOURCES} >= set(LAYERS)
+    present = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in SOURCES}
+    assert present >= set(LAYERS) - {"agent"}  # the agent loop lands with its issue

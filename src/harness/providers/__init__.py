@@ -1,0 +1,1 @@
+"""Model providers: the ``Provider`` protocol and the DeepSeek (OpenAI-compatible) adapter."""

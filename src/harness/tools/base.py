@@ -1,0 +1,93 @@
+"""The tool protocol (SPEC §6, FORMAT §4 ``tool/call`` / ``tool/result``).
+
+A tool has a spec the model sees (name, description, JSON-schema parameters), says
+whether it changes the world (then, under approval policy ``ask``, the loop asks before
+running it) and whether it must run alone (``exclusive``) or may run beside other
+parallel-safe calls of the same step. ``run`` gets the parsed arguments and a
+``ToolContext`` and returns a ``ToolOutcome``; it raises ``ToolError`` for a refusal
+the model should see (bad arguments, a path outside the workspace, a timeout), which
+the loop turns into an error result. Any other exception is a bug of the tool and is
+also reported to the model as an error result (code ``TOOL_CRASHED``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolOutcome", "ToolSpec"]
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    """What the model is told about a tool (``EpochHeader.tools`` entries)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+class ToolOutcome(msgspec.Struct, frozen=True):
+    """A tool's result: the text the model reads, whether it is an error, and opaque
+    ``meta`` JSON recorded in the ``tool/result`` event (file tools record content hashes:
+    ``{"files": [{"path", "sha256", "access": "read"|"write"}]}``, ``sha256`` null when the
+    file does not exist)."""
+
+    text: str
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+
+class ToolError(Exception):
+    """A refusal the model should read (``code`` names it, e.g. ``PATH_ESCAPE``)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ToolContext:
+    """What a running tool may use: the workspace root, a cancel signal, and ``record``
+    to append a log-only event (``todo_write`` records ``todo/write``)."""
+
+    __slots__ = ("call_id", "cancel", "record", "root")
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        call_id: str = "",
+        cancel: asyncio.Event | None = None,
+        record: Callable[[str, Mapping[str, Any]], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.call_id = call_id
+        self.cancel = cancel or asyncio.Event()
+        self.record = record or (lambda kind, data: None)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A callable tool (see the module doc)."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    @property
+    def changes_world(self) -> bool:
+        """True for tools that write files or run commands: approval applies."""
+        ...
+
+    @property
+    def exclusive(self) -> bool:
+        """True when the call must run alone (no other call of the step beside it)."""
+        ...
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome: ...
