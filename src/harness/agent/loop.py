@@ -1,0 +1,472 @@
+"""``Agent``: runs turns over a Session, a Provider and tools, writing every fact (SPEC §6).
+
+The event order of a turn (FORMAT §4)::
+
+    turn/start, step/start, user/message (first step), request/header?, request/context?,
+    assistant/chunk*, assistant/message, (tool/call, approval/asked?, approval/decided?,
+    tool/result)*, step/end, … next step …, turn/end
+
+Durability checkpoints (FORMAT §10), fail-closed: the session is flushed before every
+model request and before every tool body; when that flush fails, the request or the tool
+does not run and the turn ends ``error`` with code ``PERSISTENCE_FAILED``.
+
+Cancel (``cancel`` event, or ``Agent.cancel()``): the provider stops, the delivered text
+and reasoning are saved as an ``interrupted`` assistant message, calls not yet started
+get ``ABORTED_BEFORE_DISPATCH`` results, and the turn ends ``aborted``. A provider failure
+ends the turn ``error`` with the provider's ``LlmFailure``; its chunks stay in the log,
+no message is written for the failed attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from harness.agent.approval import ApprovalRequest, Approver, FixedApprover, policy_in_force
+from harness.agent.assembly import StreamAssembly
+from harness.events.event import Event
+from harness.events.json import loads
+from harness.messages.model import LlmFailure, assistant_message, tool_result_message, user_message
+from harness.messages.request import EpochHeader, classify_request_header
+from harness.messages.stream import (
+    Finish,
+    FinishAborted,
+    FinishError,
+    FinishMaxTokens,
+    FinishReason,
+    StreamChunk,
+)
+from harness.providers.base import Provider
+from harness.session.request import build_request, fold_request_header
+from harness.session.session import Session
+from harness.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+
+__all__ = ["Agent", "AgentSettings", "TurnOutcome"]
+
+logger = logging.getLogger("harness.agent")
+
+Checkpoint = Callable[[Session], Awaitable[None]]
+
+ABORTED_BEFORE_DISPATCH_TEXT = "Not run: the turn was cancelled before this call started."
+APPROVAL_DENIED_TEXT = "Not run: approval was not given for this call (outcome: {outcome})."
+
+
+class AgentSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """What the loop asks the model for. Unset optionals are left to the provider."""
+
+    model: str
+    system: str | None = None
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_steps: int = 64
+    parallel_tools: int = 4
+
+
+class TurnOutcome(msgspec.Struct, frozen=True):
+    """How a turn ended: its number and its ``turn/end`` reason JSON."""
+
+    turn: int
+    reason: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.reason.get("kind"))
+
+
+class _TurnEnded(Exception):
+    def __init__(self, reason: dict[str, Any]) -> None:
+        super().__init__(reason.get("kind"))
+        self.reason = reason
+
+
+class Agent:
+    """Runs turns on ``session``. ``checkpoint`` makes the session durable (usually
+    ``store.flush``); without one, nothing is flushed (an in-memory run)."""
+
+    def __init__(
+        self,
+        session: Session,
+        provider: Provider,
+        tools: Sequence[Tool],
+        settings: AgentSettings,
+        *,
+        workspace: str | Path,
+        checkpoint: Checkpoint | None = None,
+        approver: Approver | None = None,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.settings = settings
+        self.workspace = Path(workspace)
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.spec.name in self._tools:
+                raise ValueError(f"two tools are named {tool.spec.name!r}")
+            self._tools[tool.spec.name] = tool
+        self._checkpoint = checkpoint
+        self._approver: Approver = approver or FixedApprover("unavailable")
+        self._first_request = True
+        self._cancel: asyncio.Event | None = None
+
+    # ---- public ---------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Cancel the running turn (it ends ``aborted``)."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def header(self) -> EpochHeader:
+        """The request header this agent sends now (materialized by the provider)."""
+        settings = self.settings
+        return self.provider.materialize(
+            EpochHeader.build(
+                provider=self.provider.route,
+                model=settings.model,
+                system=settings.system,
+                tools=[tool.spec.to_json() for tool in self._tools.values()],
+                reasoning_effort=settings.reasoning_effort,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+            )
+        )
+
+    async def run_turn(
+        self, prompt: str | Mapping[str, Any], *, cancel: asyncio.Event | None = None
+    ) -> TurnOutcome:
+        """Run one turn for ``prompt`` (text, or a user message JSON) to its ``turn/end``."""
+        session = self.session
+        cancel = cancel or asyncio.Event()
+        self._cancel = cancel
+        turn = _next_turn(session.events)
+        session.append("turn/start", {"turn": turn})
+        try:
+            reason = await self._steps(turn, prompt, cancel)
+        except _TurnEnded as ended:
+            reason = ended.reason
+        except Exception as error:  # a bug below must still close the turn
+            logger.exception("turn %d of session %s failed", turn, session.id)
+            reason = _error_reason(f"{type(error).__name__}: {error}", "UNKNOWN")
+        finally:
+            self._cancel = None
+        session.append("turn/end", {"turn": turn, "reason": reason})
+        return TurnOutcome(turn, reason)
+
+    # ---- steps ----------------------------------------------------------------------
+
+    async def _steps(
+        self, turn: int, prompt: str | Mapping[str, Any], cancel: asyncio.Event
+    ) -> dict[str, Any]:
+        session = self.session
+        truncated = False
+        for step in range(1, self.settings.max_steps + 1):
+            session.append("step/start", {"turn": turn, "step": step})
+            try:
+                if step == 1:
+                    message = _user_message(prompt)
+                    session.append("user/message", message, surface_op="append")
+                calls, finish = await self._request(turn, step, cancel)
+                if isinstance(finish, FinishMaxTokens):
+                    truncated = True
+                if calls:
+                    await self._run_calls(turn, step, calls, cancel)
+                if cancel.is_set():
+                    raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
+            finally:
+                session.append("step/end", {"turn": turn, "step": step})
+            if not calls:
+                return {"kind": "max-tokens"} if truncated else {"kind": "completed"}
+        return _error_reason(f"the turn reached its limit of {self.settings.max_steps} steps", "MAX_STEPS")
+
+    async def _durable(self) -> None:
+        if self._checkpoint is None:
+            return
+        try:
+            await self._checkpoint(self.session)
+        except Exception as error:
+            raise _TurnEnded(
+                _error_reason(f"the session could not be made durable: {error}", "PERSISTENCE_FAILED")
+            ) from error
+
+    def _record_header(self) -> None:
+        session = self.session
+        current = self.header()
+        previous = fold_request_header(session.events)
+        reason = classify_request_header(previous, current, first_request_of_loop=self._first_request)
+        if reason is not None:
+            session.append("request/header", {"header": current.to_json(), "reason": reason})
+        context: dict[str, Any] = {"provider": current.provider, "model": current.model}
+        window = self.provider.context_window(current.model)
+        if window is not None:
+            context["contextWindow"] = window
+        if _last_context(session.events) != context:
+            session.append("request/context", context)
+
+    async def _request(
+        self, turn: int, step: int, cancel: asyncio.Event
+    ) -> tuple[list[dict[str, Any]], FinishReason]:
+        """One model request: header, checkpoint, stream, message. Returns the tool calls."""
+        session = self.session
+        self._record_header()
+        await self._durable()
+        if cancel.is_set():
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
+        options = build_request(session)
+        self._first_request = False
+        assembly = StreamAssembly()
+        seqs: list[int] = []
+        try:
+            async for chunk in self.provider.stream(options, cancel=cancel):
+                seqs.append(self._chunk(turn, step, chunk).seq)
+                assembly.feed(chunk)
+                if isinstance(chunk, Finish):
+                    break
+        except Exception as error:  # the provider broke its contract: still a failed attempt
+            logger.exception("provider %s raised instead of finishing", self.provider.route)
+            failure = LlmFailure(message=f"{type(error).__name__}: {error}", code="UNKNOWN")
+            raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())}) from error
+        finish = assembly.finish
+        if finish is None:
+            failure = LlmFailure(message="the provider's stream ended without a finish", code="STREAM_CLOSED")
+            raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())})
+        if isinstance(finish, FinishError):
+            raise _TurnEnded({"kind": "error", "error": dict(finish.failure.to_json())})
+        header = fold_request_header(session.events)
+        assert header is not None
+        if isinstance(finish, FinishAborted):
+            content = assembly.content(interrupted=True)
+            if content:
+                self._message(turn, step, header, content, assembly, seqs, interrupted=True)
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
+        content = assembly.content(max_tokens=isinstance(finish, FinishMaxTokens))
+        self._message(turn, step, header, content, assembly, seqs)
+        return [block for block in content if block.get("type") == "tool-call"], finish
+
+    def _chunk(self, turn: int, step: int, chunk: StreamChunk) -> Event:
+        return self.session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
+
+    def _message(
+        self,
+        turn: int,
+        step: int,
+        header: EpochHeader,
+        content: list[dict[str, Any]],
+        assembly: StreamAssembly,
+        seqs: list[int],
+        *,
+        interrupted: bool = False,
+    ) -> None:
+        message = assistant_message(content, provider=header.provider, model=header.model)
+        data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+        if assembly.usage is not None:
+            data["usage"] = assembly.usage.to_json()
+        if interrupted:
+            data["interrupted"] = True
+        self.session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
+
+    # ---- tools ----------------------------------------------------------------------
+
+    async def _run_calls(
+        self, turn: int, step: int, calls: list[dict[str, Any]], cancel: asyncio.Event
+    ) -> None:
+        """Dispatch the step's calls: exclusive ones alone, parallel-safe neighbours together;
+        results are committed in the model's order."""
+        for group in _groups(calls, self._tools):
+            await self._run_group(turn, step, group, cancel)
+
+    async def _run_group(
+        self, turn: int, step: int, group: list[dict[str, Any]], cancel: asyncio.Event
+    ) -> None:
+        session = self.session
+        call_seqs: list[int] = []
+        for call in group:
+            event = session.append(
+                "tool/call",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "callId": call["id"],
+                    "name": call["name"],
+                    "arguments": call["arguments"],
+                },
+            )
+            call_seqs.append(event.seq)
+        runnable: list[tuple[int, Tool, dict[str, Any]]] = []
+        outcomes: dict[int, tuple[ToolOutcome, dict[str, str] | None]] = {}
+        for position, call in enumerate(group):
+            prepared = await self._prepare(call, cancel)
+            if isinstance(prepared, tuple):
+                outcomes[position] = prepared
+            else:
+                runnable.append((position, prepared, call))
+        if runnable:
+            try:
+                await self._durable()
+            except _TurnEnded:
+                for position, _, _ in runnable:
+                    outcomes[position] = (
+                        ToolOutcome("Not run: the session could not be made durable first.", is_error=True),
+                        {"name": "PersistenceError", "code": "PERSISTENCE_FAILED"},
+                    )
+                self._commit_results(turn, step, group, call_seqs, outcomes)
+                raise
+            limit = asyncio.Semaphore(max(1, self.settings.parallel_tools))
+
+            async def run_one(position: int, tool: Tool, call: dict[str, Any]) -> None:
+                async with limit:
+                    outcomes[position] = await self._run_tool(tool, call, cancel)
+
+            await asyncio.gather(*(run_one(position, tool, call) for position, tool, call in runnable))
+        self._commit_results(turn, step, group, call_seqs, outcomes)
+
+    def _commit_results(
+        self,
+        turn: int,
+        step: int,
+        group: list[dict[str, Any]],
+        call_seqs: list[int],
+        outcomes: Mapping[int, tuple[ToolOutcome, dict[str, str] | None]],
+    ) -> None:
+        for position, call in enumerate(group):
+            outcome, error = outcomes.get(
+                position,
+                (ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED),
+            )
+            message = tool_result_message(call["id"], outcome.text, is_error=outcome.is_error)
+            data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+            if error is not None:
+                data["error"] = error
+            if outcome.meta is not None:
+                data["meta"] = outcome.meta
+            self.session.append(
+                "tool/result", data, surface_op="append", source_event_seqs=[call_seqs[position]]
+            )
+
+    async def _prepare(
+        self, call: dict[str, Any], cancel: asyncio.Event
+    ) -> Tool | tuple[ToolOutcome, dict[str, str] | None]:
+        """The tool to run for ``call``, or the result that stands for it (unknown tool,
+        cancelled, approval not given)."""
+        if cancel.is_set():
+            return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED
+        tool = self._tools.get(call["name"])
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            text = f"There is no tool named {call['name']!r} (tools: {known})."
+            return ToolOutcome(text, is_error=True), {"name": "ToolError", "code": "UNKNOWN_TOOL"}
+        if tool.changes_world and policy_in_force(self.session.events) == "ask":
+            outcome = await self._ask(tool, call)
+            if outcome != "allowed-once":
+                text = APPROVAL_DENIED_TEXT.format(outcome=outcome)
+                return ToolOutcome(text, is_error=True), {"name": "ApprovalDenied", "code": "APPROVAL_DENIED"}
+            if cancel.is_set():
+                return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED
+        return tool
+
+    async def _ask(self, tool: Tool, call: dict[str, Any]) -> str:
+        session = self.session
+        request = ApprovalRequest(
+            id=f"approval-{secrets.token_hex(8)}",
+            tool_name=tool.spec.name,
+            call_id=call["id"],
+            arguments=call["arguments"],
+        )
+        session.append(
+            "approval/asked", {"id": request.id, "toolName": request.tool_name, "callId": request.call_id}
+        )
+        try:
+            outcome: str = await self._approver.decide(request)
+        except Exception as error:
+            logger.warning("approver failed on %s: %s", request.id, error)
+            outcome = "unavailable"
+        except asyncio.CancelledError:
+            session.append("approval/decided", {"id": request.id, "outcome": "cancelled"})
+            raise
+        if outcome not in ("allowed-once", "rejected", "cancelled", "unavailable"):
+            outcome = "unavailable"
+        session.append("approval/decided", {"id": request.id, "outcome": outcome})
+        return outcome
+
+    def _record(self, kind: str, data: Mapping[str, Any]) -> None:
+        self.session.append(kind, data)
+
+    async def _run_tool(
+        self, tool: Tool, call: dict[str, Any], cancel: asyncio.Event
+    ) -> tuple[ToolOutcome, dict[str, str] | None]:
+        if cancel.is_set():
+            return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED
+        try:
+            arguments = loads(call["arguments"] or "{}")
+        except ValueError as error:
+            text = f"The arguments are not valid JSON: {error}"
+            return ToolOutcome(text, is_error=True), {"name": "ToolError", "code": "INVALID_ARGUMENTS"}
+        if not isinstance(arguments, dict):
+            text = "The arguments must be a JSON object."
+            return ToolOutcome(text, is_error=True), {"name": "ToolError", "code": "INVALID_ARGUMENTS"}
+        context = ToolContext(
+            self.workspace,
+            call_id=call["id"],
+            cancel=cancel,
+            record=self._record,
+        )
+        try:
+            return await tool.run(arguments, context), None
+        except ToolError as error:
+            return ToolOutcome(error.message, is_error=True), {"name": "ToolError", "code": error.code}
+        except Exception as error:
+            logger.exception("tool %s crashed", tool.spec.name)
+            text = f"The tool failed unexpectedly: {type(error).__name__}: {error}"
+            return ToolOutcome(text, is_error=True), {"name": type(error).__name__, "code": "TOOL_CRASHED"}
+
+
+_ABORTED: dict[str, str] = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+
+
+def _error_reason(message: str, code: str) -> dict[str, Any]:
+    return {"kind": "error", "error": {"message": message, "code": code}}
+
+
+def _user_message(prompt: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(prompt, str):
+        return user_message(prompt)
+    return prompt
+
+
+def _next_turn(events: Sequence[Event]) -> int:
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.type in ("turn/start", "turn/end"):
+            data = event.data
+            number = data.get("turn") if isinstance(data, Mapping) else None
+            if type(number) is int:
+                return number + 1
+    return 1
+
+
+def _last_context(events: Sequence[Event]) -> Mapping[str, Any] | None:
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type == "request/context":
+            data = events[index].data
+            return data if isinstance(data, Mapping) else None
+    return None
+
+
+def _groups(calls: list[dict[str, Any]], tools: Mapping[str, Tool]) -> list[list[dict[str, Any]]]:
+    """Runs of parallel-safe calls together; every exclusive (or unknown) call alone."""
+    groups: list[list[dict[str, Any]]] = []
+    previous_parallel = False
+    for call in calls:
+        tool = tools.get(call["name"])
+        parallel = tool is not None and not tool.exclusive
+        if parallel and previous_parallel:
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+        previous_parallel = parallel
+    return groups
