@@ -418,7 +418,8 @@ class Agent:
         try:
             return await tool.run(arguments, context), None
         except ToolError as error:
-            return ToolOutcome(error.message, is_error=True), {"name": "ToolError", "code": error.code}
+            outcome = ToolOutcome(error.message, is_error=True, meta=error.meta)
+            return outcome, {"name": "ToolError", "code": error.code}
         except Exception as error:
             logger.exception("tool %s crashed", tool.spec.name)
             text = f"The tool failed unexpectedly: {type(error).__name__}: {error}"

@@ -45,12 +45,19 @@ class ToolOutcome(msgspec.Struct, frozen=True):
 
 
 class ToolError(Exception):
-    """A refusal the model should read (``code`` names it, e.g. ``PATH_ESCAPE``)."""
+    """A refusal the model should read (``code`` names it, e.g. ``PATH_ESCAPE``).
 
-    def __init__(self, code: str, message: str) -> None:
+    ``meta`` is optional JSON for the ``tool/result`` event, as ``ToolOutcome.meta``: a
+    refusal that still left facts behind carries them (``run_shell`` on ``TIMEOUT`` or
+    ``CANCELLED`` records its command, exit status and any background pids). The loop
+    should copy it into the result's ``meta`` when it is not None.
+    """
+
+    def __init__(self, code: str, message: str, *, meta: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.meta = meta
 
 
 class ToolContext:
