@@ -1,0 +1,97 @@
+"""Printing a running agent: a Session observer that shows what happens as it is logged."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from harness.events.event import Event
+
+__all__ = ["LivePrinter"]
+
+_RESULT_LINES = 6
+
+
+class LivePrinter:
+    """Streams assistant text, and one line per tool call, result, approval and turn end.
+
+    Subscribe it to a session: ``session.subscribe(LivePrinter(console))``.
+    """
+
+    def __init__(self, console: Console, *, reasoning: bool = False) -> None:
+        self.console = console
+        self.reasoning = reasoning
+        self._mid_line = False
+
+    def _line(self, markup: str) -> None:
+        if self._mid_line:
+            self.console.print()
+            self._mid_line = False
+        self.console.print(markup, highlight=False, soft_wrap=True)
+
+    def __call__(self, event: Event) -> None:
+        kind = event.type
+        data = event.data
+        if not isinstance(data, Mapping):
+            return
+        if kind == "assistant/chunk":
+            self._chunk(data.get("chunk"))
+        elif kind == "tool/call":
+            arguments = escape(_short(str(data.get("arguments"))))
+            self._line(f"[cyan]→ {escape(str(data.get('name')))}[/] {arguments}")
+        elif kind == "tool/result":
+            self._result(data)
+        elif kind == "approval/asked":
+            self._line(f"[yellow]? approval asked for {escape(str(data.get('toolName')))}[/]")
+        elif kind == "approval/decided":
+            self._line(f"[yellow]  decided: {escape(str(data.get('outcome')))}[/]")
+        elif kind == "turn/end":
+            reason = data.get("reason")
+            label = reason.get("kind") if isinstance(reason, Mapping) else reason
+            detail = ""
+            if isinstance(reason, Mapping) and isinstance(reason.get("error"), Mapping):
+                error = reason["error"]
+                detail = f": {error.get('code')} {error.get('message')}"
+            style = "green" if label == "completed" else "red"
+            self._line(f"[{style}]turn {data.get('turn')} ended: {escape(str(label))}{escape(detail)}[/]")
+
+    def _chunk(self, chunk: Any) -> None:
+        if not isinstance(chunk, Mapping):
+            return
+        kind = chunk.get("type")
+        if kind == "text-delta":
+            self.console.print(escape(str(chunk.get("text", ""))), end="", highlight=False, soft_wrap=True)
+            self._mid_line = True
+        elif kind == "reasoning-delta" and self.reasoning:
+            text = escape(str(chunk.get("text", "")))
+            self.console.print(f"[dim]{text}[/]", end="", highlight=False, soft_wrap=True)
+            self._mid_line = True
+
+    def _result(self, data: Mapping[str, Any]) -> None:
+        message = data.get("message")
+        text = ""
+        failed = False
+        if isinstance(message, Mapping):
+            for block in message.get("content", ()):
+                if isinstance(block, Mapping) and block.get("type") == "tool-result":
+                    failed = block.get("isError") is True
+                    text = "".join(
+                        str(part.get("text", ""))
+                        for part in block.get("content", ())
+                        if isinstance(part, Mapping)
+                    )
+        lines = text.splitlines() or [""]
+        shown = lines[:_RESULT_LINES]
+        if len(lines) > _RESULT_LINES:
+            shown.append(f"… {len(lines) - _RESULT_LINES} more lines")
+        style = "red" if failed else "dim"
+        body = "\n".join(f"  {escape(line)}" for line in shown)
+        self._line(f"[{style}]{body}[/]")
+
+
+def _short(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

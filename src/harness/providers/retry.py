@@ -1,0 +1,40 @@
+"""Retry policy: which failures are retried and how long to wait before the next attempt.
+
+Only ``RATE_LIMIT``, ``SERVER`` and ``TRANSPORT`` are retried. A provider ``Retry-After`` is
+honoured as given (a delay longer than ``max_retry_after_s`` ends the retries, so the caller
+sees the failure and its ``providerRetryAfterMs``); otherwise the delay is exponential
+(``base_delay_s · 2^attempt``, capped at ``max_delay_s``) with jitter in ``[½, 1]`` of it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from harness.messages.model import LlmFailure
+from harness.providers.failures import RETRYABLE
+
+__all__ = ["RetryPolicy"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many times to retry and how long to back off."""
+
+    max_retries: int = 3
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+    max_retry_after_s: float = 120.0
+
+    def delay_s(self, attempt: int, failure: LlmFailure, rng: random.Random) -> float | None:
+        """Seconds to wait before retry number ``attempt + 1``, or ``None`` to give up.
+
+        ``attempt`` counts the retries already made (0 before the first retry).
+        """
+        if failure.code not in RETRYABLE or attempt >= self.max_retries:
+            return None
+        if failure.provider_retry_after_ms is not None:
+            seconds = failure.provider_retry_after_ms / 1000
+            return seconds if seconds <= self.max_retry_after_s else None
+        ceiling = min(self.base_delay_s * (2.0**attempt), self.max_delay_s)
+        return ceiling * (0.5 + 0.5 * rng.random())

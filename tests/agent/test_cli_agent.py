@@ -1,0 +1,225 @@
+"""``harness run`` / ``resume`` / ``export`` end to end: the real openai client talks to the
+local fake DeepSeek server over HTTP, tools touch a real temporary workspace, and one run is
+killed with SIGKILL in the middle of a tool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import harness
+from harness.cli import app
+from harness.providers.deepseek import DeepSeekProvider
+from harness.session.request import build_request
+from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.store import SessionStore
+from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+
+KEY = "sk-test-never-logged-4242"
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    yield workspace
+
+
+def cli(root: Path, *args: str) -> Any:
+    return CliRunner().invoke(app, ["--root", str(root), *args], catch_exceptions=False)
+
+
+def stored(root: Path, session_id: str) -> harness.Session:
+    async def go() -> harness.Session:
+        store = SessionStore(JsonlBackend(root))
+        try:
+            return await store.inspect(session_id)
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def files_under(path: Path) -> Iterator[Path]:
+    return (p for p in path.rglob("*") if p.is_file())
+
+
+def test_run_reads_writes_with_yes_and_keeps_the_key_out_of_every_file(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    script = [
+        Reply.tool_calls([("c1", "read_file", '{"path":"notes.txt"}')], text="Reading first."),
+        Reply.tool_calls([("c2", "write_file", '{"path":"out.txt","content":"gamma\\n"}')]),
+        Reply.text("Done: out.txt written."),
+    ]
+    with FakeDeepSeek(script, api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = cli(root, "run", "copy notes", "-w", str(env), "--yes", "--json")
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["reason"] == {"kind": "completed"}
+    assert (env / "out.txt").read_text() == "gamma\n"
+    session = stored(root, outcome["session"])
+    kinds = [e.type for e in session.events]
+    assert kinds.count("tool/result") == 2 and kinds.count("approval/decided") == 1
+    read_meta = next(e.data["meta"] for e in session.events if e.type == "tool/result")
+    assert read_meta["files"][0]["path"] == "notes.txt"
+    # the key went out in the Authorization header and nowhere else
+    assert all(r.header("authorization") == f"Bearer {KEY}" for r in requests)
+    for path in files_under(root):
+        assert KEY.encode() not in path.read_bytes(), path
+    for path in files_under(env):
+        assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_every_request_sent_is_rebuilt_from_the_log_alone(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    script = [
+        Reply.reasoning("Let me look.", "Looking."),
+        Reply.text("Second turn answer."),
+    ]
+    with FakeDeepSeek(script, api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        first = cli(root, "run", "hello", "-w", str(env), "--json")
+        session_id = json.loads(first.stdout.strip().splitlines()[-1])["session"]
+        second = cli(root, "run", "again", "-w", str(env), "--session", session_id, "--json")
+        requests = list(server.requests)
+    assert first.exit_code == 0 and second.exit_code == 0
+    session = stored(root, session_id)
+    events = list(session.events)
+    attempts: dict[tuple[int, int], int] = {}
+    for e in events:
+        if e.type == "assistant/chunk":
+            attempts.setdefault((e.data["turn"], e.data["step"]), e.seq)
+    firsts = sorted(attempts.values())
+    assert len(requests) == len(firsts) == 2
+    provider = DeepSeekProvider("http://127.0.0.1:9", api_key="unused")
+    for boundary, sent in zip(firsts, requests, strict=True):
+        prefix = harness.Session.from_restore(session_id, events[:boundary], session.header)
+        rebuilt = provider.request_body(build_request(prefix))
+        assert json.dumps(rebuilt) == json.dumps(sent.body)  # same values, same key order
+    # the second request passes the first answer's reasoning back
+    assert requests[1].messages[2]["reasoning_content"] == "Let me look."
+    headers = [e.data["reason"] for e in events if e.type == "request/header"]
+    assert headers == ["initial", "resume"]
+
+
+def test_a_headless_run_without_yes_denies_world_changing_tools(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    script = [
+        Reply.tool_calls([("c1", "write_file", '{"path":"x.txt","content":"no"}')]),
+        Reply.text("I was not allowed to write."),
+    ]
+    with FakeDeepSeek(script, api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = cli(root, "run", "write x", "-w", str(env), "--json")
+    assert result.exit_code == 0
+    assert not (env / "x.txt").exists()
+    session = stored(root, json.loads(result.stdout.strip().splitlines()[-1])["session"])
+    decided = next(e for e in session.events if e.type == "approval/decided")
+    assert decided.data["outcome"] == "unavailable"
+
+
+def test_a_failed_model_call_exits_non_zero_with_its_code(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeDeepSeek([Reply.error(401)], api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = cli(tmp_path / "sessions", "run", "hi", "-w", str(env), "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout.strip().splitlines()[-1])["reason"]["error"]["code"] == "AUTH"
+
+
+def test_export_gives_markdown_and_openai_messages(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    with FakeDeepSeek([Reply.text("Forty-two.")], api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = cli(root, "run", "the answer?", "-w", str(env), "--json")
+    session_id = json.loads(result.stdout.strip().splitlines()[-1])["session"]
+    markdown = cli(root, "export", session_id)
+    assert markdown.exit_code == 0
+    assert "## user" in markdown.stdout and "Forty-two." in markdown.stdout
+    exported = json.loads(cli(root, "export", session_id, "--format", "openai").stdout)
+    assert [m["role"] for m in exported["messages"]] == ["system", "user", "assistant"]
+    assert exported["messages"][2]["content"] == "Forty-two."
+    assert cli(root, "export", session_id, "--format", "pdf").exit_code == 2
+
+
+def _wait_for(predicate: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def test_killed_mid_tool_then_resumed_reports_an_unknown_outcome_and_finishes(
+    env: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    marker = env / "started.txt"
+    command = f"echo started > {marker.name}; sleep 60"
+    script = [
+        Reply.tool_calls([("c1", "run_shell", json.dumps({"command": command}))]),
+        Reply.text("The earlier command may or may not have finished; I checked and we are done."),
+    ]
+    with FakeDeepSeek(script, api_key=KEY) as server:
+        child_env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": KEY}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "harness", "--root", str(root), "run", "run it", "-w", str(env), "--yes"],
+            env=child_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        try:
+            _wait_for(marker.exists)  # the tool body runs: its tool/call was flushed before
+        finally:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+        assert child.returncode == -signal.SIGKILL
+        (session_dir,) = [p for p in root.rglob("session.jsonl.zstd")]
+        session_id = stored_id(session_dir)
+        os.environ["DEEPSEEK_BASE_URL"] = server.base_url
+        try:
+            resumed = cli(root, "resume", session_id, "-w", str(env), "--yes")
+        finally:
+            del os.environ["DEEPSEEK_BASE_URL"]
+    assert resumed.exit_code == 0, resumed.output
+    assert "TOOL_OUTCOME_UNKNOWN" in resumed.output
+    session = stored(root, session_id)
+    results = [e for e in session.events if e.type == "tool/result"]
+    assert results[0].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    ends = [e.data["reason"]["kind"] for e in session.events if e.type == "turn/end"]
+    assert ends == ["interrupted", "completed"]
+    headers = [e.data["reason"] for e in session.events if e.type == "request/header"]
+    assert headers == ["initial", "resume"]
+
+
+def stored_id(path: Path) -> str:
+    from harness.stores.jsonl.reader import read_log_file
+
+    return read_log_file(str(path)).header.id
