@@ -1,0 +1,204 @@
+"""``harness demo``: the whole cycle offline, with a scripted model.
+
+A local fake DeepSeek server (``harness.testing``) plays a scripted model; the real
+``openai`` client talks to it over HTTP. In a temporary workspace an agent process
+(``harness run``) reads a file, writes one (an approval, granted by ``--yes``) and starts a
+shell command; the demo kills that process with SIGKILL while the command runs. Then
+``harness resume`` loads the session, commits the crash repair (the command's outcome is
+unknown), and the agent finishes the task. Last, the stored log is printed beside the
+Surface folded from it, and the outcome is checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+import harness
+from harness.demo import DemoCheckFailed, log_table, surface_table
+from harness.stores.jsonl.reader import read_session_file
+from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+
+__all__ = ["DEMO_KEY", "TASK", "demo_script", "run_agent_demo"]
+
+DEMO_KEY = "sk-demo-offline-not-a-real-key"
+TASK = "Turn notes.md into a todo list in todo.md, then run greet.py and keep its greeting."
+_SHELL = "python3 greet.py > greeting.txt && sleep 30"
+
+
+def demo_script() -> list[Reply]:
+    """What the scripted model answers, request by request."""
+    return [
+        Reply.tool_calls(
+            [("call_read", "read_file", json.dumps({"path": "notes.md"}))],
+            text="I'll read the notes first.",
+        ),
+        Reply.tool_calls(
+            [
+                (
+                    "call_write",
+                    "write_file",
+                    json.dumps({"path": "todo.md", "content": "- [ ] buy milk\n- [ ] call Ada\n"}),
+                )
+            ],
+            text="Two items. Writing them as a todo list.",
+        ),
+        Reply.tool_calls([("call_shell", "run_shell", json.dumps({"command": _SHELL}))]),
+        # after the crash and the resume
+        Reply.tool_calls(
+            [("call_check", "read_file", json.dumps({"path": "greeting.txt"}))],
+            text="The last command's outcome is unknown; checking what it left behind.",
+        ),
+        Reply.text("greeting.txt holds the greeting, and todo.md lists both notes. Done."),
+    ]
+
+
+def _pump(stream: IO[bytes], console: Console, lines: list[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        lines.append(line)
+        console.print(Text("│ ", style="dim") + Text.from_ansi(line), highlight=False)
+
+
+def _harness(root: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", "--root", str(root), *args]
+
+
+def _start(
+    command: Sequence[str], env: dict[str, str], console: Console
+) -> tuple[subprocess.Popen[bytes], list[str]]:
+    process = subprocess.Popen(
+        list(command),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    assert process.stdout is not None
+    threading.Thread(target=_pump, args=(process.stdout, console, lines), daemon=True).start()
+    return process, lines
+
+
+def _wait_for(check: Callable[[], bool], process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if process.poll() is not None:
+            raise DemoCheckFailed(f"the agent process exited early (status {process.returncode})")
+        if time.monotonic() > deadline:
+            raise DemoCheckFailed("the agent did not reach the shell command in time")
+        time.sleep(0.05)
+
+
+def _workspace(root: Path) -> None:
+    root.mkdir()
+    (root / "notes.md").write_text("# Notes\n\nbuy milk\ncall Ada\n")
+    (root / "greet.py").write_text('print("Hello from the workspace!")\n')
+
+
+def run_agent_demo(console: Console | None = None) -> harness.Session:
+    """Run the demo (see the module doc); returns the final stored session.
+
+    Raises ``DemoCheckFailed`` when the cycle does not end as it must.
+    """
+    out = console or Console()
+    with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
+        base = Path(tmp)
+        workspace = base / "workspace"
+        sessions = base / "sessions"
+        _workspace(workspace)
+        out.rule("[bold]harness demo[/]: an agent run, a crash, a resume — offline")
+        out.print(
+            "The model is [bold]scripted[/]: a local DeepSeek-compatible server on 127.0.0.1 answers "
+            "the real openai client. Nothing leaves this machine.",
+            highlight=False,
+        )
+        out.print(f"Workspace: {workspace}\nSessions:  {sessions}\nTask: {escape(TASK)}", highlight=False)
+        with FakeDeepSeek(demo_script(), api_key=DEMO_KEY) as server:
+            env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": DEMO_KEY}
+            env.setdefault("COLUMNS", str(max(out.width - 2, 60)))
+            out.rule("1. harness run --yes (the agent process)")
+            process, _ = _start(_harness(sessions, "run", TASK, "-w", str(workspace), "--yes"), env, out)
+            try:
+                _wait_for((workspace / "greeting.txt").exists, process)
+                time.sleep(0.2)  # the shell command is now inside its `sleep`
+            finally:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            out.print(
+                f"[bold red]✘ killed the agent process with SIGKILL[/] while run_shell was running "
+                f"(exit status {process.returncode})",
+                highlight=False,
+            )
+            logs = list(sessions.rglob("session.jsonl*"))
+            if len(logs) != 1:
+                raise DemoCheckFailed(f"expected one session log, found {len(logs)}")
+            session_id = read_session_file(str(logs[0])).id
+            out.rule("2. harness resume (load, crash repair, continue)")
+            resumed, resume_lines = _start(
+                _harness(sessions, "resume", session_id, "-w", str(workspace), "--yes"), env, out
+            )
+            status = resumed.wait(timeout=120)
+            time.sleep(0.1)  # let the pump print the last lines
+        session = read_session_file(str(logs[0]))
+        _show(out, session)
+        _check(session, status, resume_lines, sessions, workspace)
+        out.print(
+            Text(
+                "✔ Every flushed event survived the kill; the repair marked the interrupted command's "
+                "outcome as unknown; the resumed agent finished the task; the demo key is in no file.",
+                style="bold green",
+            )
+        )
+        return session
+
+
+def _show(out: Console, session: harness.Session) -> None:
+    out.rule("3. the stored session: Event Log beside the Surface")
+    grid = Table.grid(padding=(0, 2), expand=True)
+    grid.add_column(vertical="top", ratio=62)
+    grid.add_column(vertical="top", ratio=38)
+    grid.add_row(log_table(session), surface_table(session))
+    out.print(grid)
+
+
+def _check(
+    session: harness.Session, status: int, resume_lines: list[str], sessions: Path, workspace: Path
+) -> None:
+    events = list(session.events)
+    ends = [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]
+    unknown = [
+        e
+        for e in events
+        if e.type == "tool/result" and e.data.get("error", {}).get("code") == "TOOL_OUTCOME_UNKNOWN"
+    ]
+    problems = []
+    if status != 0:
+        problems.append(f"harness resume exited with {status}")
+    if ends != ["interrupted", "completed"]:
+        problems.append(f"turn ends were {ends}")
+    if len(unknown) != 1:
+        problems.append("no TOOL_OUTCOME_UNKNOWN result for the killed command")
+    if not any("TOOL_OUTCOME_UNKNOWN" in line for line in resume_lines):
+        problems.append("resume did not report the repair")
+    if not (workspace / "todo.md").exists():
+        problems.append("todo.md was not written")
+    for path in [*sessions.rglob("*"), *workspace.rglob("*")]:
+        if path.is_file() and DEMO_KEY.encode() in path.read_bytes():
+            problems.append(f"the API key was written to {path}")
+    if problems:
+        raise DemoCheckFailed("; ".join(problems))

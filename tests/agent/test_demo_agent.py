@@ -1,0 +1,29 @@
+"""``harness demo``'s agent cycle: run, SIGKILL mid-tool, resume, log beside Surface."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from harness.demo_agent import run_agent_demo
+
+
+def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:
+    buffer = io.StringIO()
+    session = run_agent_demo(Console(file=buffer, width=100))
+    out = buffer.getvalue()
+    for expected in (
+        "scripted",
+        "killed the agent process with SIGKILL",
+        "repaired: tool call call_shell → TOOL_OUTCOME_UNKNOWN",
+        "turn 2 ended: completed",
+        "Event Log",
+        "Surface (generation 0)",
+        "the demo key is in no file",
+    ):
+        assert expected in out, expected
+    kinds = [event.type for event in session.events]
+    assert kinds.count("approval/decided") == 2
+    reasons = [e.data["reason"] for e in session.events if e.type == "request/header"]
+    assert reasons == ["initial", "resume"]
