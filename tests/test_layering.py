@@ -9,7 +9,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "harness"
 # Each layer may import itself and the layers listed before it.
-LAYERS = ["errors", "events", "messages", "surface", "session", "stores", "tools", "providers", "agent"]
+LAYERS = [
+    "errors",
+    "events",
+    "messages",
+    "surface",
+    "session",
+    "stores",
+    "tools",
+    "providers",
+    "compaction",
+    "recovery",
+    "agent",
+]
 TOP = {"cli", "demo", "testing"}
 
 
@@ -47,4 +59,4 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
 
 def test_every_layer_has_sources() -> None:
     present = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in SOURCES}
-    assert present >= set(LAYERS) - {"agent"}  # the agent loop lands with its issue
+    assert present >= set(LAYERS) - {"compaction", "recovery"}  # these land with their issues
