@@ -1,0 +1,80 @@
+"""Cold recovery (SPEC §7): after a session is restored, check the world it recorded
+against the world as it is, before the session acts again.
+
+- ``capture_baseline`` / ``record_baseline``: the ``workspace/baseline`` event (root,
+  git HEAD, dirty flag, branch) written at each turn start;
+- ``check_world`` → ``WorldReport``: findings with a kind, a severity (``info``,
+  ``warn``, ``block``), a summary, evidence and an action;
+- ``record_report``: the ``recovery/check`` event holding the report.
+
+Both events are log-only and appended with ``ignorable=True``.
+"""
+
+from harness.recovery.baseline import Baseline, capture_baseline, read_baseline
+from harness.recovery.findings import Finding
+from harness.recovery.git import GitState, probe_git
+from harness.recovery.history import History, read_history
+from harness.recovery.message import DRIFT_SOURCE, drift_text, drift_user_message
+from harness.recovery.report import REPORT_VERSION, WorldReport
+from harness.recovery.vocabulary import (
+    ACTION_NOT_STARTED,
+    ACTION_OUTCOME_UNKNOWN,
+    APPROVAL_PENDING,
+    BACKGROUND_PROCESS,
+    BASELINE_MISSING,
+    COMPACTION_ORPHAN,
+    DRIFT_KINDS,
+    FILE_CHANGED,
+    FILE_VANISHED,
+    FINDING_KINDS,
+    GIT_DIRTY,
+    GIT_HEAD_MOVED,
+    RECOVERY_CHECK,
+    ROUTE_CHANGED,
+    SEVERITIES,
+    TOOL_MISSING,
+    TOOL_SCHEMA_CHANGED,
+    WORKSPACE_BASELINE,
+    WORKSPACE_MOVED,
+    Severity,
+)
+from harness.recovery.world import check_world, record_baseline, record_report
+
+__all__ = [
+    "ACTION_NOT_STARTED",
+    "ACTION_OUTCOME_UNKNOWN",
+    "APPROVAL_PENDING",
+    "BACKGROUND_PROCESS",
+    "BASELINE_MISSING",
+    "COMPACTION_ORPHAN",
+    "DRIFT_KINDS",
+    "DRIFT_SOURCE",
+    "FILE_CHANGED",
+    "FILE_VANISHED",
+    "FINDING_KINDS",
+    "GIT_DIRTY",
+    "GIT_HEAD_MOVED",
+    "RECOVERY_CHECK",
+    "REPORT_VERSION",
+    "ROUTE_CHANGED",
+    "SEVERITIES",
+    "TOOL_MISSING",
+    "TOOL_SCHEMA_CHANGED",
+    "WORKSPACE_BASELINE",
+    "WORKSPACE_MOVED",
+    "Baseline",
+    "Finding",
+    "GitState",
+    "History",
+    "Severity",
+    "WorldReport",
+    "capture_baseline",
+    "check_world",
+    "drift_text",
+    "drift_user_message",
+    "probe_git",
+    "read_baseline",
+    "read_history",
+    "record_baseline",
+    "record_report",
+]

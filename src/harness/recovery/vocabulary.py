@@ -1,0 +1,87 @@
+"""Names cold recovery writes and reports: its two log-only event types, the finding kinds
+and the severities (SPEC §7).
+
+Both event types are unknown to a DeepSeek Harness reader, so they are always appended
+with ``ignorable=True``: a reader that does not know them skips them.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+__all__ = [
+    "ACTION_NOT_STARTED",
+    "ACTION_OUTCOME_UNKNOWN",
+    "APPROVAL_PENDING",
+    "BACKGROUND_PROCESS",
+    "BASELINE_MISSING",
+    "COMPACTION_ORPHAN",
+    "DRIFT_KINDS",
+    "FILE_CHANGED",
+    "FILE_VANISHED",
+    "FINDING_KINDS",
+    "GIT_DIRTY",
+    "GIT_HEAD_MOVED",
+    "RECOVERY_CHECK",
+    "ROUTE_CHANGED",
+    "SEVERITIES",
+    "TOOL_MISSING",
+    "TOOL_SCHEMA_CHANGED",
+    "WORKSPACE_BASELINE",
+    "WORKSPACE_MOVED",
+    "Severity",
+]
+
+WORKSPACE_BASELINE: Final = "workspace/baseline"
+"""Log-only, ignorable: the workspace state at a turn start (``capture_baseline``)."""
+
+RECOVERY_CHECK: Final = "recovery/check"
+"""Log-only, ignorable: one ``WorldReport`` as JSON (``record_report``)."""
+
+Severity: TypeAlias = Literal["info", "warn", "block"]
+SEVERITIES: Final[tuple[Severity, ...]] = ("block", "warn", "info")
+"""Most severe first (the order findings are reported in)."""
+
+# Workspace drift.
+WORKSPACE_MOVED: Final = "workspace-moved"
+FILE_CHANGED: Final = "file-changed"
+FILE_VANISHED: Final = "file-vanished"
+GIT_HEAD_MOVED: Final = "git-head-moved"
+GIT_DIRTY: Final = "git-dirty"
+BASELINE_MISSING: Final = "baseline-missing"
+# Tools.
+TOOL_MISSING: Final = "tool-missing"
+TOOL_SCHEMA_CHANGED: Final = "tool-schema-changed"
+# Model route.
+ROUTE_CHANGED: Final = "route-changed"
+# Unfinished actions.
+ACTION_OUTCOME_UNKNOWN: Final = "action-outcome-unknown"
+ACTION_NOT_STARTED: Final = "action-not-started"
+APPROVAL_PENDING: Final = "approval-pending"
+# Compaction.
+COMPACTION_ORPHAN: Final = "compaction-orphan"
+# External resources.
+BACKGROUND_PROCESS: Final = "background-process"
+
+FINDING_KINDS: Final = (
+    WORKSPACE_MOVED,
+    FILE_CHANGED,
+    FILE_VANISHED,
+    GIT_HEAD_MOVED,
+    GIT_DIRTY,
+    BASELINE_MISSING,
+    TOOL_MISSING,
+    TOOL_SCHEMA_CHANGED,
+    ROUTE_CHANGED,
+    ACTION_OUTCOME_UNKNOWN,
+    ACTION_NOT_STARTED,
+    APPROVAL_PENDING,
+    COMPACTION_ORPHAN,
+    BACKGROUND_PROCESS,
+)
+"""Every kind ``check_world`` reports, in report order within one severity."""
+
+DRIFT_KINDS: Final = frozenset(
+    {WORKSPACE_MOVED, FILE_CHANGED, FILE_VANISHED, GIT_HEAD_MOVED, GIT_DIRTY, BACKGROUND_PROCESS}
+)
+"""Kinds that describe the outside world changing under the model (``drift_message``)."""

@@ -1,0 +1,222 @@
+"""``WorldReport``: a quiet world gives an empty report; the JSON shape, ordering,
+rendering, the drift message (and its plugin-source user message) and ``record_report``;
+a check that fails or a malformed log never breaks the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+from rich.console import Console
+
+import harness
+from harness.recovery import (
+    DRIFT_SOURCE,
+    FINDING_KINDS,
+    RECOVERY_CHECK,
+    WorldReport,
+    check_world,
+    record_report,
+)
+from harness.tools.registry import default_tools
+from tests.recovery.helpers import (
+    Call,
+    agent_turn,
+    check,
+    cut_after,
+    index_of,
+    make_repo,
+    provider,
+    restart,
+)
+
+EVERY_TOOL: list[Call] = [
+    ("read_file", {"path": "a.txt"}),
+    ("list_dir", {"path": "."}),
+    ("grep", {"pattern": "alpha"}),
+    ("write_file", {"path": "out.txt", "content": "one\n"}),
+    ("edit_file", {"path": "out.txt", "old": "one", "new": "two"}),
+    ("run_shell", {"command": "echo hi"}),
+    ("todo_write", {"todos": [{"content": "check", "status": "completed"}]}),
+]
+
+
+def text_of(report: WorldReport) -> str:
+    console = Console(record=True, width=160, color_system=None)
+    console.print(report.render())
+    return console.export_text()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "ws", {"a.txt": "alpha\n", "b.txt": "beta\n"})
+
+
+@pytest.fixture
+def quiet(ws: Path) -> harness.Session:
+    """Two turns with every built-in tool, then a clean stop."""
+    session = harness.Session.create()
+    assert agent_turn(session, ws, EVERY_TOOL).kind == "completed"
+    agent_turn(session, ws, [("read_file", {"path": "out.txt"})])
+    return restart(session)
+
+
+def test_a_quiet_world_gives_an_empty_report(quiet: harness.Session, ws: Path) -> None:
+    results = [e for e in quiet.events if e.type == "tool/result"]
+    assert not any("error" in e.data for e in results)  # every tool really ran
+    report = check(quiet, ws)
+    assert report.findings == ()
+    assert not report.blocking
+    assert report.skipped == {}
+    assert report.drift_message() is None
+    assert report.drift_user_message() is None
+    assert "nothing changed" in text_of(report)
+
+
+@pytest.mark.parametrize("kind", FINDING_KINDS)
+def test_no_kind_is_raised_in_a_quiet_world(quiet: harness.Session, ws: Path, kind: str) -> None:
+    assert check(quiet, ws).of_kind(kind) == ()
+
+
+def busy_report(ws: Path) -> tuple[harness.Session, WorldReport]:
+    """A run killed in run_shell, with a.txt edited and b.txt deleted meanwhile, checked
+    with another model."""
+    session = harness.Session.create()
+    agent_turn(
+        session,
+        ws,
+        [
+            ("read_file", {"path": "a.txt"}),
+            ("read_file", {"path": "b.txt"}),
+            ("run_shell", {"command": "echo hi"}),
+        ],
+    )
+    crashed = cut_after(session, index_of(session, "tool/call", name="run_shell"))
+    (ws / "a.txt").write_text("alpha, edited\n")
+    (ws / "b.txt").unlink()
+    return crashed, check(crashed, ws, model="m-2")
+
+
+def test_the_json_shape(ws: Path) -> None:
+    session, report = busy_report(ws)
+    data = report.to_json()
+    assert list(data) == [
+        "version",
+        "session",
+        "workspace",
+        "atSeq",
+        "blocking",
+        "counts",
+        "skipped",
+        "findings",
+    ]
+    assert data["version"] == 1
+    assert data["session"] == session.id
+    assert data["workspace"] == str(ws)
+    assert data["atSeq"] == len(session.events) - 1
+    assert data["blocking"] is True
+    assert data["counts"] == {"block": 1, "warn": 3, "info": 0}
+    assert [f["kind"] for f in data["findings"]] == [
+        "action-outcome-unknown",
+        "file-changed",
+        "file-vanished",
+        "route-changed",
+    ]
+    for item in data["findings"]:
+        assert list(item) == ["kind", "severity", "summary", "evidence", "action"]
+        assert "\n" not in item["summary"]
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_findings_come_most_severe_first_and_are_frozen(ws: Path) -> None:
+    _, report = busy_report(ws)
+    order = {"block": 0, "warn": 1, "info": 2}
+    assert [order[f.severity] for f in report.findings] == sorted(order[f.severity] for f in report.findings)
+    first = report.findings[0]
+    with pytest.raises(AttributeError):
+        first.severity = "info"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        first.evidence["tool"] = "other"  # type: ignore[index]
+    assert msgspec.structs.replace(first, severity="info").severity == "info"
+
+
+def test_render_shows_every_finding_and_says_it_blocks(ws: Path) -> None:
+    _, report = busy_report(ws)
+    text = text_of(report)
+    assert "1 block, 3 warn" in text
+    assert "Resolve the blocking findings" in text
+    for kind in ("action-outcome-unknown", "file-changed", "file-vanished", "route-changed"):
+        assert kind in text
+
+
+def test_the_drift_message_names_what_changed_in_our_words(ws: Path) -> None:
+    _, report = busy_report(ws)
+    message = report.drift_message()
+    assert message is not None
+    lines = message.splitlines()
+    assert lines[0].startswith("Note from the harness")
+    assert "- a.txt has changed since you last read it." in lines
+    assert "- b.txt no longer exists (you last read it)." in lines
+    assert "m-2" not in message  # the route and the unknown outcome are not workspace drift
+
+
+def test_the_drift_user_message_has_a_plugin_source_and_restores(ws: Path) -> None:
+    crashed, report = busy_report(ws)
+    message = report.drift_user_message()
+    assert message is not None
+    assert (
+        message["source"]
+        == DRIFT_SOURCE
+        == {"kind": "plugin", "plugin": "recovery", "form": "workspace-drift"}
+    )
+    crashed.append("user/message", message, surface_op="append")
+    assert crashed.derive_messages()[-1].text == report.drift_message()
+    wire = [e.to_json() for e in crashed.events]
+    again = harness.Session.from_restore(crashed.id, wire, crashed.header)
+    assert again.derive_messages()[-1].source.kind == "plugin"
+
+
+def test_record_report_appends_an_ignorable_recovery_check_that_restores(ws: Path) -> None:
+    crashed, report = busy_report(ws)
+    event = record_report(crashed, report)
+    assert (event.type, event.ignorable, event.seq) == (RECOVERY_CHECK, True, len(crashed.events) - 1)
+    assert event.surface_op is None
+    assert event.data == report.to_json()
+    wire = [e.to_json() for e in crashed.events]
+    again = harness.Session.from_restore(crashed.id, wire, crashed.header)
+    assert again.events[event.seq].to_json() == event.to_json()
+
+
+def test_a_failing_check_is_listed_as_skipped_and_the_rest_still_run(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> list[object]:
+        raise RuntimeError("no /proc today")
+
+    monkeypatch.setattr("harness.recovery.world.check_processes", broken)
+    _, report = busy_report(ws)
+    assert report.skipped == {"processes": "the check failed: RuntimeError: no /proc today"}
+    assert [f.kind for f in report.findings] == [
+        "action-outcome-unknown",
+        "file-changed",
+        "file-vanished",
+        "route-changed",
+    ]
+
+
+def test_a_malformed_log_does_not_break_the_check(ws: Path) -> None:
+    session = harness.Session.create()
+    session.append("turn/start", {"turn": 1})
+    session.append("workspace/baseline", {"root": 7, "git": "yes"}, ignorable=True)
+    session.append("tool/call", {"turn": 1, "step": 1, "callId": 3, "name": None})
+    session.append("approval/asked", {"toolName": "x"})
+    session.append("approval/decided", {"id": "never-asked", "outcome": "rejected"})
+    session.append("compaction/end", {"compactionId": "never-started"})
+    session.append("request/context", {"provider": 1, "model": ["m"]})
+    session.append("request/header", {"header": "none", "reason": "initial"})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    report = check_world(session, ws, default_tools(), provider())  # live: restore would refuse it
+    assert report.skipped == {}
+    assert {f.kind for f in report.findings} <= {"route-changed"}
