@@ -33,6 +33,7 @@ def agent(
 ) -> tuple[Agent, ScriptedProvider]:
     provider = ScriptedProvider(replies)
     settings = options.pop("settings", SETTINGS)
+    options.setdefault("record_baseline", False)
     return Agent(session, provider, tools, settings, workspace=".", **options), provider
 
 
@@ -264,3 +265,18 @@ def test_duplicate_tool_names_are_refused() -> None:
 def test_fixed_approver_answers_the_same() -> None:
     request = ApprovalRequest(id="a", tool_name="t", call_id="c", arguments="{}")
     assert run(FixedApprover("rejected").decide(request)) == "rejected"
+
+
+def test_each_turn_records_a_workspace_baseline_before_it_starts(tmp_path: Path) -> None:
+    session = harness.Session.create()
+    provider = ScriptedProvider([text_reply("one"), text_reply("two")])
+    loop = Agent(session, provider, [], SETTINGS, workspace=tmp_path)
+    run(loop.run_turn("1"))
+    run(loop.run_turn("2", context=[harness.user_message("note: a file changed")]))
+    baselines = [e for e in session.events if e.type == "workspace/baseline"]
+    assert len(baselines) == 2 and all(e.ignorable for e in baselines)
+    assert baselines[0].data == {"root": str(tmp_path.resolve()), "git": None}
+    assert [session.events[e.seq + 1].type for e in baselines] == ["turn/start", "turn/start"]
+    texts = [m.text for m in session.derive_messages() if m.role == "user"]
+    assert texts == ["1", "note: a file changed", "2"]
+    harness.Session.from_restore(session.id, list(session.events), session.header)

@@ -43,6 +43,7 @@ from harness.messages.stream import (
     StreamChunk,
 )
 from harness.providers.base import Provider
+from harness.recovery import WORKSPACE_BASELINE, capture_baseline
 from harness.session.request import build_request, fold_request_header
 from harness.session.session import Session
 from harness.tools.base import Tool, ToolContext, ToolError, ToolOutcome
@@ -100,6 +101,7 @@ class Agent:
         workspace: str | Path,
         checkpoint: Checkpoint | None = None,
         approver: Approver | None = None,
+        record_baseline: bool = True,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -114,6 +116,7 @@ class Agent:
         self._approver: Approver = approver or FixedApprover("unavailable")
         self._first_request = True
         self._cancel: asyncio.Event | None = None
+        self.record_baseline = record_baseline
 
     # ---- public ---------------------------------------------------------------------
 
@@ -138,16 +141,27 @@ class Agent:
         )
 
     async def run_turn(
-        self, prompt: str | Mapping[str, Any], *, cancel: asyncio.Event | None = None
+        self,
+        prompt: str | Mapping[str, Any],
+        *,
+        cancel: asyncio.Event | None = None,
+        context: Sequence[Mapping[str, Any]] = (),
     ) -> TurnOutcome:
-        """Run one turn for ``prompt`` (text, or a user message JSON) to its ``turn/end``."""
+        """Run one turn for ``prompt`` (text, or a user message JSON) to its ``turn/end``.
+
+        ``context``: user messages the model reads just before the prompt (a resume passes
+        the note of what changed in the workspace). Right before ``turn/start`` a log-only
+        ``workspace/baseline`` event records the workspace state for cold recovery.
+        """
         session = self.session
         cancel = cancel or asyncio.Event()
         self._cancel = cancel
         turn = _next_turn(session.events)
+        if self.record_baseline:  # log-only, so it sits between turns
+            await asyncio.to_thread(capture_baseline_event, session, self.workspace)
         session.append("turn/start", {"turn": turn})
         try:
-            reason = await self._steps(turn, prompt, cancel)
+            reason = await self._steps(turn, [*context, _user_message(prompt)], cancel)
         except _TurnEnded as ended:
             reason = ended.reason
         except Exception as error:  # a bug below must still close the turn
@@ -161,7 +175,7 @@ class Agent:
     # ---- steps ----------------------------------------------------------------------
 
     async def _steps(
-        self, turn: int, prompt: str | Mapping[str, Any], cancel: asyncio.Event
+        self, turn: int, messages: Sequence[Mapping[str, Any]], cancel: asyncio.Event
     ) -> dict[str, Any]:
         session = self.session
         truncated = False
@@ -169,8 +183,8 @@ class Agent:
             session.append("step/start", {"turn": turn, "step": step})
             try:
                 if step == 1:
-                    message = _user_message(prompt)
-                    session.append("user/message", message, surface_op="append")
+                    for message in messages:
+                        session.append("user/message", message, surface_op="append")
                 calls, finish = await self._request(turn, step, cancel)
                 if isinstance(finish, FinishMaxTokens):
                     truncated = True
@@ -427,6 +441,11 @@ class Agent:
 
 
 _ABORTED: dict[str, str] = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+
+
+def capture_baseline_event(session: Session, workspace: Path) -> None:
+    """Append the log-only ``workspace/baseline`` event (git runs here: call it off the loop)."""
+    session.append(WORKSPACE_BASELINE, capture_baseline(workspace), ignorable=True)
 
 
 def _error_reason(message: str, code: str) -> dict[str, Any]:
