@@ -84,9 +84,16 @@ def test_crash_fork_closers() -> None:
 
 
 def test_cli_demo_exits_zero() -> None:
-    result = CliRunner().invoke(app, ["demo"])
+    result = CliRunner().invoke(app, ["demo", "--engine"])
     assert result.exit_code == 0, result.output
     assert "Restore matched" in result.output
+
+
+def test_cli_demo_runs_the_agent_cycle() -> None:
+    result = CliRunner().invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "killed the agent process with SIGKILL" in result.output
+    assert "action-outcome-unknown" in result.output
 
 
 def test_cli_unknown_command_exits_non_zero() -> None:

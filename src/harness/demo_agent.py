@@ -4,8 +4,10 @@ A local fake DeepSeek server (``harness.testing``) plays a scripted model; the r
 ``openai`` client talks to it over HTTP. In a temporary workspace an agent process
 (``harness run``) reads a file, writes one (an approval, granted by ``--yes``) and starts a
 shell command; the demo kills that process with SIGKILL while the command runs. Then
-``harness resume`` loads the session, commits the crash repair (the command's outcome is
-unknown), and the agent finishes the task. Last, the stored log is printed beside the
+``notes.md`` is edited, as if by someone else. ``harness resume`` loads the session,
+commits the crash repair (the command's outcome is unknown), checks the world against the
+log (the edited file, the unfinished command), records and prints that report, tells the
+model what changed, and the agent finishes the task. Last, the stored log is printed beside the
 Surface folded from it, and the outcome is checked.
 """
 
@@ -63,7 +65,10 @@ def demo_script() -> list[Reply]:
             [("call_check", "read_file", json.dumps({"path": "greeting.txt"}))],
             text="The last command's outcome is unknown; checking what it left behind.",
         ),
-        Reply.text("greeting.txt holds the greeting, and todo.md lists both notes. Done."),
+        Reply.text(
+            "greeting.txt holds the greeting. notes.md gained an item since I read it, so todo.md "
+            "lists the two I saw; say if you want the new one added. Done."
+        ),
     ]
 
 
@@ -144,11 +149,17 @@ def run_agent_demo(console: Console | None = None) -> harness.Session:
                 f"(exit status {process.returncode})",
                 highlight=False,
             )
+            (workspace / "notes.md").write_text("# Notes\n\nbuy milk\ncall Ada\nwater the plants\n")
+            out.print(
+                "Between the crash and the resume, someone edits [bold]notes.md[/] (which the agent "
+                "had read): the resume's world check must notice.",
+                highlight=False,
+            )
             logs = list(sessions.rglob("session.jsonl*"))
             if len(logs) != 1:
                 raise DemoCheckFailed(f"expected one session log, found {len(logs)}")
             session_id = read_session_file(str(logs[0])).id
-            out.rule("2. harness resume (load, crash repair, continue)")
+            out.rule("2. harness resume (load, crash repair, world check, continue)")
             resumed, resume_lines = _start(
                 _harness(sessions, "resume", session_id, "-w", str(workspace), "--yes"), env, out
             )
@@ -160,7 +171,8 @@ def run_agent_demo(console: Console | None = None) -> harness.Session:
         out.print(
             Text(
                 "✔ Every flushed event survived the kill; the repair marked the interrupted command's "
-                "outcome as unknown; the resumed agent finished the task; the demo key is in no file.",
+                "outcome as unknown; the world check caught the edited file; the resumed agent "
+                "finished the task; the demo key is in no file.",
                 style="bold green",
             )
         )
@@ -195,6 +207,10 @@ def _check(
         problems.append("no TOOL_OUTCOME_UNKNOWN result for the killed command")
     if not any("TOOL_OUTCOME_UNKNOWN" in line for line in resume_lines):
         problems.append("resume did not report the repair")
+    checks = [e for e in events if e.type == "recovery/check"]
+    kinds = {f["kind"] for e in checks for f in e.data["findings"]}
+    if not {"file-changed", "action-outcome-unknown"} <= kinds:
+        problems.append(f"the world check found {sorted(kinds)}")
     if not (workspace / "todo.md").exists():
         problems.append("todo.md was not written")
     for path in [*sessions.rglob("*"), *workspace.rglob("*")]:

@@ -210,6 +210,7 @@ def test_killed_mid_tool_then_resumed_reports_an_unknown_outcome_and_finishes(
             del os.environ["DEEPSEEK_BASE_URL"]
     assert resumed.exit_code == 0, resumed.output
     assert "TOOL_OUTCOME_UNKNOWN" in resumed.output
+    assert "action-outcome-unknown" in resumed.output  # the world check, printed before going on
     session = stored(root, session_id)
     results = [e for e in session.events if e.type == "tool/result"]
     assert results[0].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
@@ -217,6 +218,75 @@ def test_killed_mid_tool_then_resumed_reports_an_unknown_outcome_and_finishes(
     assert ends == ["interrupted", "completed"]
     headers = [e.data["reason"] for e in session.events if e.type == "request/header"]
     assert headers == ["initial", "resume"]
+    (check,) = [e for e in session.events if e.type == "recovery/check"]
+    assert check.ignorable and check.data["blocking"] is True
+    assert "action-outcome-unknown" in [f["kind"] for f in check.data["findings"]]
+
+
+def test_resume_without_yes_stops_at_a_blocking_finding(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    session = harness.Session.create(harness.SessionHeader.new(cwd=str(env)))
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("user/message", harness.user_message("write it"), surface_op="append")
+    arguments = '{"command":"touch a.txt"}'
+    call = harness.tool_call_block("c1", "run_shell", arguments)
+    reply = harness.assistant_message([call], provider="deepseek-official", model="deepseek-v4-flash")
+    session.append("assistant/message", {"turn": 1, "step": 1, "message": reply}, surface_op="append",
+                   source_event_seqs=[])
+    session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "run_shell",
+                                 "arguments": arguments})
+
+    async def save() -> None:
+        store = SessionStore(JsonlBackend(root))
+        live = await store.create(session.header)
+        for event in session.events:
+            live.append(event.type, event.data, surface_op=event.surface_op,
+                        source_event_seqs=event.source_event_seqs)
+        await store.close()
+
+    asyncio.run(save())
+    with FakeDeepSeek([], api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        stopped = cli(root, "resume", session.id, "-w", str(env))
+        assert server.requests == []
+    assert stopped.exit_code == 3
+    assert "blocking" in stopped.output
+    checked = cli(root, "check", session.id, "-w", str(env), "--json")
+    assert checked.exit_code == 1
+    kinds = [f["kind"] for f in json.loads(checked.stdout)["findings"]]
+    assert "action-outcome-unknown" in kinds
+
+
+def test_resume_tells_the_model_what_changed_in_the_workspace(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    script = [
+        Reply.tool_calls([("c1", "read_file", '{"path":"notes.txt"}')]),
+        Reply.text("Read it."),
+        Reply.text("I see notes.txt changed; carrying on."),
+    ]
+    with FakeDeepSeek(script, api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        first = cli(root, "run", "read the notes", "-w", str(env), "--json")
+        session_id = json.loads(first.stdout.strip().splitlines()[-1])["session"]
+        quiet = cli(root, "check", session_id, "-w", str(env), "--json")
+        (env / "notes.txt").write_text("alpha\nCHANGED\n")
+        changed = cli(root, "check", session_id, "-w", str(env), "--json")
+        resumed = cli(root, "resume", session_id, "-w", str(env), "--yes", "--json")
+        last = server.requests[-1]
+    assert quiet.exit_code == 0 and "file-changed" not in quiet.stdout
+    assert changed.exit_code == 0
+    assert [f["kind"] for f in json.loads(changed.stdout)["findings"]] == ["file-changed"]
+    assert resumed.exit_code == 0, resumed.output
+    user_texts = [m["content"] for m in last.messages if m["role"] == "user"]
+    assert any("notes.txt" in text for text in user_texts[-2:-1])  # the drift note, before the prompt
+    session = stored(root, session_id)
+    notes = [m for m in session.derive_messages() if m.source.kind == "plugin"]
+    assert len(notes) == 1 and "notes.txt" in (notes[0].text or "")
 
 
 def stored_id(path: Path) -> str:

@@ -18,9 +18,11 @@ def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:
         "killed the agent process with SIGKILL",
         "repaired: tool call call_shell → TOOL_OUTCOME_UNKNOWN",
         "turn 2 ended: completed",
+        "file-changed",
+        "notes.md",
         "Event Log",
         "Surface (generation 0)",
-        "the demo key is in no file",
+        "the demo key",
     ):
         assert expected in out, expected
     kinds = [event.type for event in session.events]

@@ -16,7 +16,7 @@ from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.events.event import Event
 from harness.providers.base import Provider
-from harness.recovery import WorldReport, check_world, record_baseline
+from harness.recovery import WorldReport, check_world
 from harness.tools.base import Tool
 from harness.tools.registry import default_tools
 from tests.agent.scripted import ScriptedProvider, calls_reply, text_reply
@@ -129,9 +129,8 @@ async def agent_turn_async(
     window: int = WINDOW,
     checkpoint: Checkpoint | None = None,
 ) -> TurnOutcome:
-    """``agent_turn`` inside a running event loop (``checkpoint``: e.g. ``store.flush``)."""
-    if baseline:
-        record_baseline(session, workspace)
+    """``agent_turn`` inside a running event loop (``checkpoint``: e.g. ``store.flush``).
+    The loop records the ``workspace/baseline`` itself unless ``baseline`` is False."""
     first = len(session.events)
     replies = [
         calls_reply((f"call-{first}-{index}", name, json.dumps(dict(arguments))))
@@ -146,6 +145,7 @@ async def agent_turn_async(
         workspace=workspace,
         approver=approver or FixedApprover("allowed-once"),
         checkpoint=checkpoint,
+        record_baseline=baseline,
     )
     return await agent.run_turn("carry on")
 

@@ -30,6 +30,7 @@ from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
 from harness.events.event import Event
 from harness.providers.base import Provider
+from harness.recovery import WorldReport
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 from harness.tools.base import Tool
@@ -71,9 +72,12 @@ def _short(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _provider() -> Provider:
+def _provider(*, for_check: bool = False) -> Provider:
     from harness.providers.deepseek import DeepSeekProvider
 
+    if for_check and not os.environ.get("DEEPSEEK_API_KEY"):
+        # A world check reads the route and context window only; it sends nothing.
+        return DeepSeekProvider(api_key="unused-by-a-world-check")
     return DeepSeekProvider()
 
 
@@ -124,12 +128,15 @@ async def _run_turns(
     workspace: Path,
     approver: Approver,
     console: Console,
+    context: list[dict[str, Any]] | None = None,
+    provider: Provider | None = None,
+    tools: list[Tool] | None = None,
 ) -> TurnOutcome | None:
-    provider = _provider()
+    provider = provider or _provider()
     agent = Agent(
         session,
         provider,
-        _tools(),
+        tools if tools is not None else _tools(),
         AgentSettings(model=model, system=system_prompt(workspace)),
         workspace=workspace,
         checkpoint=store.flush,
@@ -138,9 +145,9 @@ async def _run_turns(
     unsubscribe = session.subscribe(LivePrinter(console))
     outcome = None
     try:
-        for prompt in prompts:
+        for index, prompt in enumerate(prompts):
             with _cancel_on_interrupt(agent):
-                outcome = await agent.run_turn(prompt)
+                outcome = await agent.run_turn(prompt, context=(context or []) if index == 0 else [])
             await store.flush(session)
     finally:
         unsubscribe()
@@ -228,6 +235,14 @@ def run(
     _finish(session, outcome, as_json, console)
 
 
+async def _world_check(
+    session: Session, root: Path, tools: list[Tool], provider: Provider, model: str
+) -> WorldReport:
+    from harness.recovery import check_world
+
+    return await asyncio.to_thread(check_world, session, root, tools, provider, model=model)
+
+
 @app.command()
 def resume(
     ctx: typer.Context,
@@ -235,29 +250,107 @@ def resume(
     prompt: str = typer.Argument(RESUME_PROMPT, help="The message that continues the session."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
     workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Allow every world-changing tool call."),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Continue past blocking findings and allow world-changing calls."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
 ) -> None:
-    """Load a session (committing its crash repair), then continue it with one turn."""
+    """Load a session (committing its crash repair), check the world against the log, then
+    continue with one turn. Blocking findings stop here unless confirmed (or --yes)."""
     console = Console(stderr=as_json)
 
-    async def main() -> tuple[Session, TurnOutcome | None]:
+    async def main() -> tuple[Session, TurnOutcome | None, dict[str, Any]]:
+        from harness.recovery import record_report
+
         store = SessionStore(_options(ctx).backend())
         try:
             session = await store.load(session_id)
             root = _workspace(workspace or session.header.cwd)
             _repair_note(session, console)
+            provider, tools = _provider(), _tools()
+            report = await _world_check(session, root, tools, provider, model)
+            record_report(session, report)
+            await store.flush(session)
+            if as_json:
+                sys.stdout.write(json.dumps({"check": report.to_json()}, ensure_ascii=False) + "\n")
+            else:
+                console.print(report.render())
+            if report.blocking and yes:
+                console.print("[yellow]--yes: going on past the blocking findings[/]")
+            elif report.blocking and not await _confirm_blocking(console):
+                await provider.aclose()
+                return session, None, report.to_json()
+            drift = report.drift_user_message()
             approver = _approver(yes, True, console)
             outcome = await _run_turns(
-                store, session, [prompt], model=model, workspace=root, approver=approver, console=console
+                store,
+                session,
+                [prompt],
+                model=model,
+                workspace=root,
+                approver=approver,
+                console=console,
+                context=[dict(drift)] if drift is not None else None,
+                provider=provider,
+                tools=tools,
             )
-            return session, outcome
+            return session, outcome, report.to_json()
         finally:
             await store.close()
 
     with _errors():
-        session, outcome = asyncio.run(main())
+        session, outcome, report = asyncio.run(main())
+    if outcome is None and report.get("blocking"):
+        console.print("[red]stopped: the world check found blocking problems (use --yes to go on)[/]")
+        raise typer.Exit(3)
     _finish(session, outcome, as_json, console)
+
+
+async def _confirm_blocking(console: Console) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return bool(
+            await asyncio.to_thread(
+                Confirm.ask, "Blocking findings above. Continue anyway?", console=console, default=False
+            )
+        )
+    except (EOFError, KeyboardInterrupt):
+        return False
+
+
+@app.command()
+def check(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID"),
+    model: str | None = typer.Option(None, "--model", envvar="HARNESS_MODEL", help="Model id to compare."),
+    workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check the outside world against a stored session (writes nothing). Exit 0 when nothing
+    blocks, 1 when a finding blocks."""
+    from harness.recovery import check_world
+
+    async def main() -> Any:
+        store = SessionStore(_options(ctx).backend())
+        try:
+            session = await store.inspect(session_id)
+        finally:
+            await store.close()
+        root = Path(workspace or session.header.cwd or os.getcwd()).resolve()
+        provider = _provider(for_check=True)
+        try:
+            return await asyncio.to_thread(check_world, session, root, _tools(), provider, model=model)
+        finally:
+            await provider.aclose()
+
+    with _errors():
+        report = asyncio.run(main())
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        Console().print(report.render())
+    raise typer.Exit(1 if report.blocking else 0)
 
 
 @app.command()

@@ -121,11 +121,24 @@ def root(
 
 
 @app.command()
-def demo() -> None:
-    """Build a session in memory, restore it from its own JSON lines, and show log and Surface."""
-    from harness.demo import run_demo
+def demo(
+    engine: bool = typer.Option(
+        False, "--engine", help="Show the Session engine alone: log, Surface, restore, crash repair."
+    ),
+) -> None:
+    """Offline: a scripted model drives an agent, the agent is killed mid-tool, resumed after a
+    world check, and the stored log is shown beside its Surface."""
+    from harness.demo import DemoCheckFailed, run_demo
 
-    run_demo()
+    if engine:
+        run_demo()
+        return
+    from harness.demo_agent import run_agent_demo
+
+    try:
+        run_agent_demo()
+    except DemoCheckFailed as error:
+        _fail(f"the demo did not end as it must: {error}")
 
 
 @app.command()
