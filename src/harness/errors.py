@@ -11,6 +11,16 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidSeed               a restore seed refused (names the index and the rule)
     ├── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN)
     ├── NoRequestHeader           a request built with no header given and none in the log
+    ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
+    │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
+    │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
+    │   ├── CompactionChanged     the Surface changed while summarizing: ``changed``
+    │   ├── SummaryFailed         no usable summary (error, truncated, not smaller): ``summary``
+    │   ├── CommitFailed          the summary/checkpoint/end could not be appended: ``commit``
+    │   ├── CompactionPersistenceFailed  the bracket closed but its flush failed: ``persistence``
+    │   │                         (also a ``PersistenceFailed``)
+    │   ├── InvalidRegion         a region that is absent, reversed or splits a tool pair: ``region``
+    │   └── CompactionConfigError a policy or pruner setting out of range: ``config``
     └── StorageError              a store or backend could not do what was asked
         ├── SessionNotFound       no stored session has that id
         ├── SessionExists         create() with an id that is already known
@@ -18,7 +28,9 @@ Every error the public API raises on bad input or a refused operation is a
         ├── SessionConflict       another writer got there first (expected seq mismatch)
         ├── CorruptSession        stored bytes break the format (``.offset``, ``.path``)
         ├── UnsupportedFormat     a foreign format version or an unknown event type
-        └── PersistenceFailed     a write or fsync failed; the batch stays queued
+        ├── PersistenceFailed     a write or fsync failed; the batch stays queued
+        ├── LeaseHeld             another owner holds an unexpired lease on the session
+        └── LeaseLost             this writer's lease expired or was taken over; nothing written
 
 Every class also derives from ``ValueError`` where the cause is bad input, so code
 that only knows the standard library can still catch it.
@@ -27,20 +39,31 @@ that only knows the standard library can still catch it.
 from __future__ import annotations
 
 __all__ = [
+    "CommitFailed",
+    "CompactionBusy",
+    "CompactionCancelled",
+    "CompactionChanged",
+    "CompactionConfigError",
+    "CompactionError",
+    "CompactionPersistenceFailed",
     "CorruptSession",
     "ForkError",
     "HarnessError",
     "InvalidEvent",
     "InvalidEventData",
     "InvalidHeader",
+    "InvalidRegion",
     "InvalidSeed",
     "InvalidSessionId",
+    "LeaseHeld",
+    "LeaseLost",
     "NoRequestHeader",
     "PersistenceFailed",
     "SessionConflict",
     "SessionExists",
     "SessionNotFound",
     "StorageError",
+    "SummaryFailed",
     "SurfaceRuleError",
     "UnsupportedFormat",
 ]
@@ -159,3 +182,100 @@ class UnsupportedFormat(StorageError):
 
 class PersistenceFailed(StorageError):
     """A write or fsync failed. The events stay queued; the next flush retries them."""
+
+
+class LeaseHeld(StorageError):
+    """Another owner holds an unexpired lease on the session (``acquire`` without ``takeover``,
+    or an append by a writer holding no lease). ``owner`` is the holder, ``expires_at`` the
+    end of its lease in epoch ms (server clock), when known."""
+
+    def __init__(self, message: str, *, owner: str | None = None, expires_at: int | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner
+        self.expires_at = expires_at
+
+
+class LeaseLost(StorageError):
+    """The writer's lease expired or was taken over: its append was refused and nothing was
+    written. Unflushed events stay queued in memory; acquire the lease again to go on.
+    ``token`` is the fencing token the refused writer held."""
+
+    def __init__(self, message: str, *, token: int | None = None) -> None:
+        super().__init__(message)
+        self.token = token
+
+
+# ---- compaction (SPEC §5, FORMAT §11) -----------------------------------------------------
+
+
+class CompactionError(HarnessError):
+    """A compaction was refused or failed. ``code`` names the phase (``busy``, ``cancelled``,
+    ``changed``, ``summary``, ``commit``, ``persistence``, ``region``, ``config``, or
+    ``state`` / ``threshold`` for the trigger helpers); ``compaction_id`` is set once a
+    ``compaction/start`` was written."""
+
+    code: str = "compaction"
+
+    def __init__(self, message: str, *, code: str | None = None, compaction_id: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.compaction_id = compaction_id
+
+
+class CompactionBusy(CompactionError):
+    """A live (unmatched, after the last end-seed) ``compaction/start`` holds the lock, or a
+    manual compaction was asked for while a turn is open. Nothing was written."""
+
+    code = "busy"
+
+
+class CompactionCancelled(CompactionError):
+    """The caller's cancel signal stopped the compaction; the bracket was closed with an error."""
+
+    code = "cancelled"
+
+
+class CompactionChanged(CompactionError):
+    """The Surface changed while the summary was being made; nothing was replaced."""
+
+    code = "changed"
+
+
+class SummaryFailed(CompactionError):
+    """The summarizer gave no usable summary. ``reason`` is a provider or rule code when
+    known (``MAX_TOKENS``, ``UNSUPPORTED_CONTENT``, ``EMPTY_SUMMARY``, ``NOT_SMALLER`` ...)."""
+
+    code = "summary"
+
+    def __init__(
+        self, message: str, *, reason: str | None = None, compaction_id: str | None = None
+    ) -> None:
+        super().__init__(message, compaction_id=compaction_id)
+        self.reason = reason
+
+
+class CommitFailed(CompactionError):
+    """Appending the summary, the checkpoint or the closing ``compaction/end`` failed. Says
+    nothing about partial mutation: inspect the log."""
+
+    code = "commit"
+
+
+class CompactionPersistenceFailed(CompactionError, PersistenceFailed):
+    """The bracket was appended in memory but making it durable (the ``checkpoint``) failed."""
+
+    code = "persistence"
+
+
+class InvalidRegion(CompactionError, ValueError):
+    """A compaction region whose seqs are not current Surface nodes, are reversed, or would
+    split a tool call from its result. Nothing was written."""
+
+    code = "region"
+
+
+class CompactionConfigError(CompactionError, ValueError):
+    """A compaction policy or pruner setting is out of range (FORMAT §11.3, §11.7)."""
+
+    code = "config"
