@@ -1,6 +1,7 @@
 """Benchmarks of durable storage (issue: Durable storage).
 
-For each backend (JSONL plain, JSONL zstd, SQLite) this prints, in one run:
+For each backend (JSONL plain, JSONL zstd, SQLite, and PostgreSQL when a server
+answers) this prints, in one run:
 
 * durable throughput through ``SessionStore`` with a flush every 1, 10 and 100
   events, next to the floor: a bare loop writing the same lines to a file with
@@ -12,9 +13,14 @@ For each backend (JSONL plain, JSONL zstd, SQLite) this prints, in one run:
 
 Nothing is asserted. Targets (issue): JSONL ≥ 150k events/s and SQLite ≥ 100k
 events/s at one flush per 100 events; restore ≥ 150 MB/s with peak memory ≤ 2×
-the file size; storage linear in events.
+the file size; storage linear in events. PostgreSQL (its issue): ≥ 40k events/s
+at one flush per 100 events from one writer, restore ≥ 100 MB/s. Its rows run on
+``HARNESS_DATABASE_URL`` when set, else on the local test server
+(``postgresql://root@127.0.0.1:5432/test``, then as ``postgres``), each in a fresh
+schema dropped afterwards; its "stored" size is the tables' and indexes' size on
+the server. ``--no-postgres`` leaves it out.
 
-Run: ``.venv/bin/python bench/storage.py [--restore-mb 100] [--quick]``.
+Run: ``.venv/bin/python bench/storage.py [--restore-mb 100] [--quick] [--no-postgres]``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import hashlib
 import os
 import tempfile
 import time
@@ -43,6 +50,61 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "jsonl-zstd": lambda root: JsonlBackend(root / "zstd", compression="zstd"),
     "sqlite": lambda root: SqliteBackend(root / "sessions.db"),
 }
+PG_CANDIDATES = ("postgresql://root@127.0.0.1:5432/test", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+class Postgres:
+    """The PostgreSQL rows: one fresh schema per bench root, all dropped at the end."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.schemas: set[str] = set()
+
+    @staticmethod
+    def find() -> Postgres | None:
+        """The server to bench on, or ``None`` (with a note) when none answers."""
+        import psycopg
+
+        explicit = os.environ.get("HARNESS_DATABASE_URL")
+        for dsn in (explicit,) if explicit else PG_CANDIDATES:
+            try:
+                with psycopg.connect(dsn, connect_timeout=3) as conn:
+                    conn.execute("SELECT 1")
+                return Postgres(dsn)
+            except psycopg.Error:
+                continue
+        print("(no PostgreSQL server answers: its rows are left out)")
+        return None
+
+    def schema(self, root: Path) -> str:
+        name = "bench_" + hashlib.sha1(str(root).encode()).hexdigest()[:12]
+        self.schemas.add(name)
+        return name
+
+    def make(self, root: Path) -> Backend:
+        from harness.stores.postgres import PostgresBackend
+
+        return PostgresBackend(self.dsn, schema=self.schema(root))
+
+    def size(self, root: Path) -> int:
+        """Bytes of the schema's tables, with their indexes and TOAST."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class AS c "
+                "JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self.schema(root),),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def drop(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for name in sorted(self.schemas):
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 def chunk(index: int) -> dict[str, Any]:
@@ -142,8 +204,29 @@ def main() -> None:
     )
     parser.add_argument("--restore-mb", type=float, default=100.0, help="size of the restore session")
     parser.add_argument("--quick", action="store_true", help="fewer events (a smoke run)")
+    parser.add_argument("--no-postgres", action="store_true", help="leave the PostgreSQL rows out")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
+    backends = dict(BACKENDS)
+    sizes: dict[str, Callable[[Path], int]] = dict.fromkeys(BACKENDS, tree_size)
+    postgres = None if args.no_postgres else Postgres.find()
+    if postgres is not None:
+        backends["postgres"] = postgres.make
+        sizes["postgres"] = postgres.size
+    try:
+        run_all(args.restore_mb, scale, backends, sizes)
+    finally:
+        if postgres is not None:
+            postgres.drop()
+
+
+def run_all(
+    restore_mb: float,
+    scale: int,
+    backends: dict[str, Callable[[Path], Backend]],
+    sizes: dict[str, Callable[[Path], int]],
+) -> None:
+    """Print every row (see the module docs)."""
 
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
         base = Path(tmp)
@@ -161,19 +244,19 @@ def main() -> None:
         for every, count in ((1, 5_000 // scale), (10, 30_000 // scale), (100, 100_000 // scale)):
             floor = write_floor(base / f"floor-{every}.jsonl", lines[:count], every)
             row = [f"  flush every {every:>3}: floor {floor:>9,.0f}"]
-            for name, make in BACKENDS.items():
+            for name, make in backends.items():
                 rate, wire = asyncio.run(durable_rate(make, base / f"{name}-{every}", count, every))
                 row.append(f"{name} {rate:>9,.0f} ({rate / floor:.2f}×)")
                 if every == 100:
-                    stored = tree_size(base / f"{name}-{every}")
+                    stored = sizes[name](base / f"{name}-{every}")
                     row.append(f"size {stored / wire:.2f}× wire")
             print("   ".join(row))
 
-        print(f"restore of a ~{args.restore_mb:.0f} MB session (inspect: read, decode, validate)")
-        for name, make in BACKENDS.items():
+        print(f"restore of a ~{restore_mb / scale:.0f} MB session (inspect: read, decode, validate)")
+        for name, make in backends.items():
             root = base / f"restore-{name}"
-            session_id, wire = asyncio.run(build_large(make, root, args.restore_mb / scale))
-            stored = tree_size(root)
+            session_id, wire = asyncio.run(build_large(make, root, restore_mb / scale))
+            stored = sizes[name](root)
             seconds = min(asyncio.run(restore_seconds(make, root, session_id)) for _ in range(2))
             peak = asyncio.run(restore_peak(make, root, session_id))
             print(

@@ -15,7 +15,7 @@ import random
 import select
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,26 @@ def sqlite_factory(root: Path) -> Backend:
     return SqliteBackend(root / "sessions.db")
 
 
+PG_SCHEMA: list[tuple[str, str]] = []
+"""The PostgreSQL server and fresh schema of the running postgres loop (inherited by the forked writers)."""
+
+
+def postgres_factory(root: Path) -> Backend:
+    from harness.stores.postgres import PostgresBackend
+    from tests.stores.pg import app_name
+
+    dsn, schema = PG_SCHEMA[-1]
+    return PostgresBackend(dsn, schema=schema, application_name=app_name(schema), min_size=1)
+
+
 BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "jsonl-none": jsonl_factory("none"),
     "jsonl-zstd": jsonl_factory("zstd"),
     "sqlite": sqlite_factory,
+    "postgres": postgres_factory,
 }
+PG_KILLS = min(KILLS, 50)
+"""Kills of the postgres loop (each writer connects and migrates-checks first, so a kill costs more)."""
 
 
 def append_turn(session: harness.Session, turn: int) -> None:
@@ -172,17 +187,49 @@ def run_and_kill(make: Callable[[Path], Backend], root: Path, first_run: bool, r
     return flushed
 
 
+async def inspect(make: Callable[[Path], Backend], root: Path) -> harness.Session:
+    store = SessionStore(make(root))
+    try:
+        return await store.inspect(SESSION_ID)
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def storage(backend: str) -> Iterator[None]:
+    """The postgres loop gets a fresh schema on the test server (the test skips when it is down)."""
+    from tests.stores.pg import fresh_schema, server_up
+
+    if backend != "postgres" or not server_up():
+        yield
+        return
+
+    for schema in fresh_schema():
+        PG_SCHEMA.append((schema.dsn, schema.name))
+        try:
+            yield
+        finally:
+            PG_SCHEMA.remove((schema.dsn, schema.name))
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_kill9_never_loses_a_flushed_event_nor_rewrites_one(backend: str, tmp_path: Path) -> None:
+def test_kill9_never_loses_a_flushed_event_nor_rewrites_one(
+    backend: str, tmp_path: Path, storage: None
+) -> None:
+    if backend == "postgres":
+        from tests.stores.pg import server_dsn
+
+        server_dsn()  # skip (or, under CI=true, fail) when no server answers
     make = BACKENDS[backend]
-    rng = random.Random(f"{backend}-{KILLS}")
+    kills = PG_KILLS if backend == "postgres" else KILLS
+    rng = random.Random(f"{backend}-{kills}")
     previous: list[dict[str, Any]] = []
     total_flushed = 0
     exists = False
-    for kill in range(KILLS):
+    for kill in range(kills):
         flushed = run_and_kill(make, tmp_path, not exists, rng)
         try:
-            restored = asyncio.run(SessionStore(make(tmp_path)).inspect(SESSION_ID))
+            restored = asyncio.run(inspect(make, tmp_path))
         except harness.errors.SessionNotFound:
             # Killed before its first batch was published: nothing may exist yet.
             assert not exists and flushed == 0, f"kill {kill}: a flushed session vanished"

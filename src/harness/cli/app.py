@@ -18,7 +18,8 @@ import typer
 from rich.console import Console
 
 from harness.cli.progress import loading_bar
-from harness.errors import HarnessError, SessionNotFound, UnsupportedFormat
+from harness.errors import HarnessError, SessionNotFound, StorageError, UnsupportedFormat
+from harness.events.event import Event
 from harness.events.json import loads
 from harness.session.session import Session
 from harness.stores.backend import Backend, StoredLog, read_whole
@@ -36,12 +37,25 @@ DEFAULT_ROOT = os.path.join(os.path.expanduser("~"), ".harness", "sessions")
 
 
 class _Options:
-    def __init__(self, root: str, compression: str, sqlite: str | None) -> None:
+    def __init__(
+        self,
+        root: str,
+        compression: str,
+        sqlite: str | None,
+        db: str | None = None,
+        db_schema: str = "harness",
+    ) -> None:
         self.root = root
         self.compression = compression
         self.sqlite = sqlite
+        self.db = db
+        self.db_schema = db_schema
 
     def backend(self) -> Backend:
+        if self.db:
+            from harness.stores.postgres import PostgresBackend
+
+            return PostgresBackend(self.db, schema=self.db_schema)
         if self.sqlite:
             from harness.stores.sqlite import SqliteBackend
 
@@ -110,6 +124,16 @@ def root(
     sqlite: str | None = typer.Option(
         None, "--sqlite", envvar="HARNESS_SQLITE", help="Use this SQLite file instead of a JSONL root."
     ),
+    db: str | None = typer.Option(
+        None,
+        "--db",
+        envvar="HARNESS_DATABASE_URL",
+        metavar="URL",
+        help="Use this PostgreSQL database (postgresql://…) instead of a JSONL root or SQLite file.",
+    ),
+    db_schema: str = typer.Option(
+        "harness", "--db-schema", envvar="HARNESS_DATABASE_SCHEMA", help="PostgreSQL schema of the sessions."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
     ),
@@ -117,7 +141,20 @@ def root(
     """Durable, auditable sessions for LLM agents."""
     if compression not in ("zstd", "none"):
         _fail(f"--compression must be zstd or none, not {compression!r}", 2)
-    ctx.obj = _Options(store_root, compression, sqlite)
+    if db and sqlite:
+        # An option given on the command line beats one from the environment.
+        explicit = {
+            name
+            for name in ("db", "sqlite")
+            if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+        }
+        if explicit == {"db", "sqlite"}:
+            _fail("--db and --sqlite select different stores: give one of them", 2)
+        if explicit == {"sqlite"}:
+            db = None
+        else:
+            sqlite = None
+    ctx.obj = _Options(store_root, compression, sqlite, db, db_schema)
 
 
 @app.command()
@@ -304,6 +341,61 @@ def verify(
                 f"[bold red]{label}[/]: {report['problem']}", highlight=False, soft_wrap=True
             )
     raise typer.Exit(report["exit"])
+
+
+@app.command()
+def tail(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID"),
+    from_seq: int = typer.Option(0, "--from", min=0, metavar="N", help="Start at this seq (default 0)."),
+    as_json: bool = typer.Option(False, "--json", help="Print each event as one JSON line (wire form)."),
+) -> None:
+    """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
+
+    Needs PostgreSQL (--db or HARNESS_DATABASE_URL)."""
+    from rich.markup import escape
+
+    from harness.cli.render import event_summary, when
+    from harness.stores.leases import TailingBackend
+
+    console = Console(highlight=False, soft_wrap=True)
+
+    def show(event: Event) -> None:
+        if as_json:
+            sys.stdout.write(event.encode().decode("utf-8") + "\n")
+            sys.stdout.flush()
+            return
+        console.print(
+            f"[dim]{event.seq:>6}[/]  {when(event.time)}  [bold]{escape(event.type)}[/]  "
+            f"{escape(event_summary(event, 100))}"
+        )
+
+    async def follow() -> None:
+        backend = _options(ctx).backend()
+        store = SessionStore(backend)
+        try:
+            if not isinstance(backend, TailingBackend):
+                raise StorageError(
+                    f"tail follows PostgreSQL sessions only: pass --db URL or set HARNESS_DATABASE_URL "
+                    f"(this store is {type(backend).__name__})"
+                )
+            await backend.stored_length(session_id)  # an unknown id fails here, before the banner
+            if not as_json:
+                Console(stderr=True).print(f"[dim]following {escape(session_id)} — Ctrl-C stops[/]")
+            events = store.tail(session_id, from_seq)
+            try:
+                async for event in events:
+                    show(event)
+            finally:
+                await events.aclose()
+        finally:
+            await store.close()
+
+    with _errors():
+        try:
+            asyncio.run(follow())
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
 
 
 def main() -> None:

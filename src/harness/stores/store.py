@@ -14,7 +14,7 @@ returned flush (and whatever a background write made durable earlier is kept).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidSeed, SessionExists, SessionNotFound, StorageError
@@ -24,6 +24,7 @@ from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected, WireStream
 from harness.stores.ids import check_session_id
+from harness.stores.leases import Lease, LeasingBackend, TailingBackend
 from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
@@ -260,6 +261,37 @@ class SessionStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    # -- leases and live tail (backends that offer them: harness.stores.leases) ------------
+
+    async def acquire(self, session_id: str, owner: str, ttl: float, *, takeover: bool = False) -> Lease:
+        """Take the fenced lease on ``session_id`` for ``ttl`` seconds, renewed in the background
+        until released (or the backend closes). While it is held, every flush of the session
+        checks its token: once the lease is lost the flush raises ``LeaseLost`` and the events
+        stay queued. ``LeaseHeld`` if another owner holds it and ``takeover`` is false;
+        ``StorageError`` if the backend has no leases."""
+        self._check_open()
+        check_session_id(session_id)
+        if not isinstance(self._backend, LeasingBackend):
+            raise StorageError(f"{type(self._backend).__name__} has no leases (use PostgresBackend)")
+        return await self._backend.acquire(session_id, owner, ttl, takeover=takeover)
+
+    async def release_lease(self, session_id: str) -> None:
+        """Give up this store's lease on ``session_id`` (flush the session first to keep its
+        events: after the release its appends are no longer fenced by the lease)."""
+        if not isinstance(self._backend, LeasingBackend):
+            raise StorageError(f"{type(self._backend).__name__} has no leases (use PostgresBackend)")
+        await self._backend.release(session_id)
+
+    def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
+        """The committed events of ``session_id`` from ``from_seq`` on, then each new one as it
+        commits (an async iterator; close it to stop). ``StorageError`` if the backend cannot
+        follow a session live."""
+        self._check_open()
+        check_session_id(session_id)
+        if not isinstance(self._backend, TailingBackend):
+            raise StorageError(f"{type(self._backend).__name__} cannot tail a session (use PostgresBackend)")
+        return self._backend.tail(session_id, from_seq)
 
 
 def _open_turn(session: Session) -> bool:

@@ -1,0 +1,540 @@
+"""``PostgresBackend``: sessions in PostgreSQL, for many workers on many machines (SPEC §4).
+
+Layout: ``migrations`` (the versioned schema and the append function), ``queries``
+(the statements), ``codec`` (keys, header and lines), ``errors`` (psycopg errors to
+harness errors), ``leasing`` (fenced leases), ``tail`` (LISTEN/NOTIFY live tail).
+
+Decisions:
+
+* **Connections.** psycopg 3 async with a ``psycopg_pool.AsyncConnectionPool`` of
+  autocommit connections, opened on first use in the running event loop. The first
+  use also connects once directly and creates or migrates the schema, so a wrong
+  DSN or a refused schema fails at once with a clear error. A backend belongs to one
+  event loop at a time; used from a new loop (a new ``asyncio.run``) it opens a new
+  pool. A connection that breaks during an operation is replaced and the operation
+  retried once (appends too: see idempotence below).
+* **Create.** As in SQLite, ``create`` only reserves the id in this backend; the
+  session row is inserted by the first non-empty append in the same transaction as
+  its events, so a never-appended session leaves nothing and is not listed.
+* **Append.** One statement, ``append_events`` (see ``migrations``): one round trip,
+  one transaction, committed durably (when the server's ``synchronous_commit`` is
+  ``off``, the backend's connections set it ``on``; stronger settings are kept).
+  The batch's first seq is compared with the stored length under the session row's
+  lock: ``SessionConflict`` and nothing written when they differ. A batch whose
+  start is already stored is accepted only if that stored prefix is byte-identical
+  (then only the rest is inserted): a batch retried after a lost reply succeeds
+  once, never duplicates, and a different event at a stored seq is a conflict.
+  Connection failures are ``PersistenceFailed`` (the outcome may be unknown when the
+  connection broke during the commit; the retry is safe by the rule above).
+* **Leases.** When this backend holds a lease on the session (``acquire``), the
+  append carries its fencing token and the function refuses it (``LeaseLost``,
+  nothing written) unless the token is current and unexpired. An append without a
+  token is refused (``LeaseHeld``) while another writer holds a live lease. Leases
+  held at ``close`` are released.
+* **Read.** One ``REPEATABLE READ`` read-only transaction: the header row, then the
+  lines in pages as raw UTF-8 bytes (a binary cursor, no text decoding). ``read``
+  hands them to the store as a ``WireStream`` (each decoded while the store
+  validates it); ``read_exact`` decodes them all and names any damage: each line
+  must hold the event of its position and the count must equal the stored length,
+  else ``CorruptSession`` naming the session and seq. Databases leave no torn
+  tails: ``torn`` is ``None``; ``repair`` only appends.
+* **Errors.** No psycopg exception leaves the backend: writes fail with
+  ``PersistenceFailed``, reads with ``StorageError``, the psycopg error chained as
+  the cause. Messages name the server as ``user@host:port/db`` and never contain
+  the DSN's password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Final, TypeVar
+
+import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
+from psycopg_pool import AsyncConnectionPool
+
+from harness.errors import (
+    PersistenceFailed,
+    SessionConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+)
+from harness.events.event import Event
+from harness.events.json import loads
+from harness.session.header import SessionHeader, validate_header
+from harness.stores.backend import (
+    ReadProgress,
+    SessionInfo,
+    StoredLog,
+    StreamRejected,
+    WireStream,
+    check_batch,
+)
+from harness.stores.ids import check_session_id
+from harness.stores.leases import Lease
+from harness.stores.postgres import codec
+from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
+from harness.stores.postgres.errors import is_connection_error, translate
+from harness.stores.postgres.leasing import LeaseKeeper
+from harness.stores.postgres.migrations import ensure_schema
+from harness.stores.postgres.queries import Queries
+from harness.stores.postgres.tail import tail_session
+
+__all__ = ["DEFAULT_SCHEMA", "PostgresBackend"]
+
+log = logging.getLogger("harness.stores.postgres")
+
+DEFAULT_SCHEMA: Final = "harness"
+READ_PAGE: Final = 4096
+"""Seqs fetched per query by ``read`` (bounds the driver's buffer)."""
+
+T = TypeVar("T")
+Connection = psycopg.AsyncConnection[Any]
+
+
+class _RawText(Loader):
+    """Load ``text`` in binary format as the raw UTF-8 bytes (no ``str`` decoding)."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
+
+
+async def _durable_commits(conn: Connection) -> None:
+    await conn.execute("SET synchronous_commit = on")
+
+
+class PostgresBackend:
+    """Sessions in one PostgreSQL schema. See the module docs for the design.
+
+    ``dsn`` is a libpq connection string or URL. ``schema`` is created on first use.
+    ``min_size``/``max_size`` size the connection pool (``max_size`` defaults to
+    ``min_size``: a fixed pool, filled before first use); ``timeout`` is how long an
+    operation waits for a pooled connection; ``connect_timeout`` bounds each connection
+    attempt; ``tail_outage_s`` is how long a tail keeps reconnecting before it gives up.
+
+    Close the backend (or its ``SessionStore``) before its event loop ends: psycopg_pool
+    swallows the cancellation of a connection attempt in flight, so ``asyncio.run``
+    could wait for it forever. A fixed-size pool makes such attempts rare (only to
+    replace a broken connection).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        min_size: int = 2,
+        max_size: int | None = None,
+        timeout: float = 10.0,
+        connect_timeout: float = 10.0,
+        application_name: str = "harness",
+        tail_outage_s: float = 60.0,
+    ) -> None:
+        if not isinstance(schema, str) or not schema or "\x00" in schema or len(schema.encode()) > 63:
+            raise ValueError("schema must be a non-empty name of at most 63 bytes without NUL")
+        max_size = min_size if max_size is None else max_size
+        if not 1 <= min_size <= max_size:
+            raise ValueError(f"pool sizes must satisfy 1 <= min_size <= max_size, got {min_size}, {max_size}")
+        self._dsn = dsn
+        self._schema = schema
+        self._min_size = min_size
+        self._max_size = max_size
+        self._timeout = timeout
+        self._tail_outage_s = tail_outage_s
+        self._connect_kwargs: dict[str, Any] = {
+            **CONNECT_DEFAULTS,
+            "connect_timeout": max(1, round(connect_timeout)),
+            "application_name": application_name,
+        }
+        self._app_name = application_name
+        self._where = f"{where(dsn)} schema {schema}"
+        self._q = Queries(schema)
+        self._pool: AsyncConnectionPool[Connection] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._pending: dict[str, SessionHeader] = {}
+        self._leases = LeaseKeeper(self._q, self._run_for_keeper)
+        self._closed = False
+
+    @property
+    def schema(self) -> str:
+        """The PostgreSQL schema holding the sessions."""
+        return self._schema
+
+    @property
+    def location(self) -> str:
+        """``user@host:port/db schema NAME`` (never the password)."""
+        return self._where
+
+    def __repr__(self) -> str:
+        return f"PostgresBackend({self._where!r})"
+
+    # -- plumbing -------------------------------------------------------------------
+
+    async def _ready(self, write: bool = False) -> AsyncConnectionPool[Connection]:
+        """The pool, opened (and the schema prepared) on first use in this event loop. A failure
+        to connect is ``PersistenceFailed`` for a write (nothing was written), else ``StorageError``."""
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        loop = asyncio.get_running_loop()
+        if self._pool is not None and self._loop is loop:
+            return self._pool
+        if self._lock is None or self._loop is not loop:
+            self._lock = asyncio.Lock()
+            if self._pool is not None:
+                log.debug("%r: used from a new event loop; opening a new pool", self)
+                self._pool = None
+            self._loop = loop
+        async with self._lock:
+            if self._pool is not None:
+                return self._pool
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self._dsn, autocommit=True, **self._connect_kwargs
+                )
+            except psycopg.Error as error:
+                reason = scrub(str(error).strip(), self._dsn)
+                failure = PersistenceFailed if write else StorageError
+                raise failure(f"cannot connect to PostgreSQL at {where(self._dsn)}: {reason}") from error
+            try:
+                await ensure_schema(conn, self._schema)
+                row = await (await conn.execute("SHOW synchronous_commit")).fetchone()
+            except psycopg.Error as error:
+                raise translate(
+                    error, dsn=self._dsn, session_id=None, action="preparing the schema", write=True
+                ) from error
+            finally:
+                await conn.close()
+            # A returned append must be durable: where the server does not wait for the WAL
+            # flush at commit, this backend's sessions do (any stronger setting is kept).
+            configure = _durable_commits if row is not None and row[0] == "off" else None
+            pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+                self._dsn,
+                min_size=self._min_size,
+                max_size=self._max_size,
+                kwargs={"autocommit": True, **self._connect_kwargs},
+                timeout=self._timeout,
+                name=f"harness:{self._schema}",
+                configure=configure,
+                open=False,
+            )
+            try:
+                await pool.open(wait=True, timeout=self._timeout)
+            except Exception as error:
+                raise translate(
+                    error, dsn=self._dsn, session_id=None, action="opening the connection pool", write=write
+                ) from error
+            self._pool = pool
+        return pool
+
+    async def _run(
+        self,
+        fn: Callable[[Connection], Awaitable[T]],
+        action: str,
+        session_id: str | None,
+        write: bool,
+        *,
+        first_seq: int | None = None,
+        token: int | None = None,
+    ) -> T:
+        """Run ``fn`` on a pooled connection; translate errors. On a broken connection the
+        pool's idle connections are checked (the server may have dropped them all) and ``fn``
+        runs once more."""
+        pool = await self._ready(write)
+        for attempt in (1, 2):
+            try:
+                async with pool.connection() as conn:
+                    return await fn(conn)
+            except psycopg.Error as error:
+                if attempt == 1 and is_connection_error(error):
+                    log.info("%r: connection lost during %s, retrying once", self, action)
+                    await pool.check()
+                    continue
+                raise translate(
+                    error,
+                    dsn=self._dsn,
+                    session_id=session_id,
+                    action=action,
+                    write=write,
+                    first_seq=first_seq,
+                    token=token,
+                ) from error
+            except Exception as error:  # PoolTimeout and friends
+                if isinstance(error, StorageError | ValueError):
+                    raise
+                raise translate(
+                    error, dsn=self._dsn, session_id=session_id, action=action, write=write
+                ) from error
+        raise AssertionError("unreachable")
+
+    async def _run_for_keeper(
+        self, fn: Callable[[Connection], Awaitable[T]], action: str, session_id: str, write: bool
+    ) -> T:
+        return await self._run(fn, action, session_id, write)
+
+    # -- create -----------------------------------------------------------------------
+
+    async def create(self, header: SessionHeader) -> None:
+        """Reserve ``header.id``; the session is written by its first append."""
+        check_session_id(header.id)
+        header = validate_header(header)
+        if header.id in self._pending or await self._length(header.id) is not None:
+            raise SessionExists(f"session {header.id!r} already exists")
+        self._pending[header.id] = header
+
+    async def _length(self, session_id: str) -> int | None:
+        async def query(conn: Connection) -> int | None:
+            row = await (await conn.execute(self._q.length, (codec.db_text(session_id),))).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._run(query, "reading the length", session_id, False)
+
+    # -- append -----------------------------------------------------------------------
+
+    async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        """Durably append ``batch`` in one transaction (see the module docs)."""
+        check_session_id(session_id)
+        events = list(batch)
+        if not events:
+            await self.stored_length(session_id)  # SessionNotFound for an unknown id
+            return
+        first = events[0].seq
+        check_batch(session_id, first, events)
+        pending = self._pending.get(session_id)
+        token = self._leases.token(session_id)
+        params = (
+            codec.db_text(session_id),
+            None if pending is None else codec.encode_header(pending),
+            None if pending is None else pending.created_at,
+            None if pending is None or pending.cwd is None else codec.db_text(pending.cwd),
+            first,
+            b"\n".join(event.encode() for event in events).decode("utf-8"),
+            events[-1].time,
+            codec.title_seq(events),
+            token,
+            codec.notify_channel(self._schema, session_id),
+        )
+
+        async def call(conn: Connection) -> int:
+            row = await (await conn.execute(self._q.append, params)).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        try:
+            length = await self._run(call, "appending events", session_id, True, first_seq=first, token=token)
+        except SessionConflict as conflict:
+            if conflict.expected:
+                # Another writer published this id first: the reservation lapses, and the
+                # caller may go on from the stored length like any other writer.
+                self._pending.pop(session_id, None)
+            raise
+        if length != first + len(events):
+            raise PersistenceFailed(
+                f"append to session {session_id!r}: the database reports length {length}, "
+                f"expected {first + len(events)}"
+            )
+        self._pending.pop(session_id, None)
+
+    # -- read -------------------------------------------------------------------------
+
+    async def _fetch(self, session_id: str) -> tuple[object, int, list[bytes | None]]:
+        """Header text, recorded length and the raw lines by seq (``None`` where a row is
+        missing; rows past the length are appended after it), from one snapshot."""
+        check_session_id(session_id)
+        key = codec.db_text(session_id)
+
+        async def query(conn: Connection) -> tuple[object, int, list[bytes | None]] | None:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                row = await (await conn.execute(self._q.header, (key,))).fetchone()
+                if row is None:
+                    return None
+                session_key, header, length = row
+                length = int(length)
+                lines: list[bytes | None] = [None] * length
+                extra: list[bytes | None] = []
+                cursor = conn.cursor(binary=True)
+                cursor.adapters.register_loader("text", _RawText)
+                for start in range(0, length + 1, READ_PAGE):
+                    if start + READ_PAGE > length:
+                        await cursor.execute(self._q.lines_rest, (session_key, start))
+                    else:
+                        await cursor.execute(self._q.lines, (session_key, start, start + READ_PAGE))
+                    for seq, line in await cursor.fetchall():
+                        if seq < length:
+                            lines[seq] = line
+                        else:
+                            extra.append(line)
+                return header, length, lines + extra
+
+        found = await self._run(query, "reading", session_id, False)
+        if found is None:
+            if session_id in self._pending:
+                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise SessionNotFound(f"no session {session_id!r}")
+        return found
+
+    async def read(self, session_id: str) -> StoredLog:
+        """The committed log as a ``WireStream``: lines fetched from one snapshot, decoded as the
+        store validates them (``torn`` is always ``None``); anything unusual falls back to
+        ``read_exact``, which names the problem."""
+        header_text, length, lines = await self._fetch(session_id)
+        header = codec.decode_header(session_id, header_text, self._where)
+        if not lines or len(lines) != length or None in lines:
+            return await self.read_exact(session_id)
+        progress = ReadProgress(length)
+        rows = lines
+
+        def events() -> Iterator[dict[str, Any]]:
+            for index in range(length):
+                line = rows[index]
+                rows[index] = None  # let each line go as soon as it is decoded
+                try:
+                    event = loads(line)  # type: ignore[arg-type]
+                except ValueError:
+                    raise StreamRejected(f"unparsable row {index}") from None
+                if type(event) is not dict or event.get("seq") != index:
+                    raise StreamRejected(f"row {index} does not hold the event with that seq")
+                progress.done = index + 1
+                yield event
+
+        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
+
+    async def read_exact(self, session_id: str) -> StoredLog:
+        """The committed log, every line decoded and validated (``CorruptSession`` names the seq)."""
+        header_text, length, lines = await self._fetch(session_id)
+        header = codec.decode_header(session_id, header_text, self._where)
+        stored = sum(line is not None for line in lines)
+        if stored != length:
+            raise codec.corrupt(session_id, self._where, f"{length} events recorded but {stored} rows stored")
+        missing = next((seq for seq, line in enumerate(lines) if line is None), None)
+        if missing is not None:
+            raise codec.corrupt(
+                session_id, self._where, f"seq gap in committed region: no row for seq {missing}"
+            )
+        events = codec.decode_lines(session_id, lines, self._where)  # type: ignore[arg-type]
+        del lines
+        if not events:
+            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+        return StoredLog(header, events)
+
+    # -- repair, length, list -----------------------------------------------------------
+
+    async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
+        """Append ``closers`` in one transaction (a database log has no torn tail to cut)."""
+        await self.append(session_id, closers)
+
+    async def stored_length(self, session_id: str) -> int:
+        """The committed event count (0 for a created, never-appended session)."""
+        check_session_id(session_id)
+        length = await self._length(session_id)
+        if length is not None:
+            return length
+        if session_id in self._pending:
+            return 0
+        raise SessionNotFound(f"no session {session_id!r}")
+
+    async def list(self) -> list[SessionInfo]:
+        """Every session with at least one event, oldest first (from the session rows and
+        the latest title row; a row whose header is unreadable is skipped with a warning)."""
+
+        async def query(conn: Connection) -> list[tuple[Any, ...]]:
+            return await (await conn.execute(self._q.list)).fetchall()
+
+        rows = await self._run(query, "listing sessions", None, False)
+        out: list[SessionInfo] = []
+        for header_text, length, last_time, title_line in rows:
+            raw = _loads_or_none(header_text)
+            session_id = raw.get("id") if isinstance(raw, dict) else None
+            try:
+                header = codec.decode_header(str(session_id), header_text, self._where)
+            except StorageError as error:
+                log.warning("skipping session %r in %s: %s", session_id, self._where, error)
+                continue
+            title: str | None = None
+            if title_line is not None:
+                event = _loads_or_none(title_line)
+                data = event.get("data") if isinstance(event, dict) else None
+                value = data.get("title") if isinstance(data, dict) else None
+                title = value if isinstance(value, str) else None
+            out.append(
+                SessionInfo(
+                    id=header.id,
+                    created_at=header.created_at,
+                    cwd=header.cwd,
+                    event_count=int(length),
+                    last_activity=None if last_time is None else int(last_time),
+                    title=title,
+                    location=self._where,
+                )
+            )
+        return out
+
+    # -- leases and tail ------------------------------------------------------------------
+
+    async def acquire(self, session_id: str, owner: str, ttl_s: float, *, takeover: bool = False) -> Lease:
+        """Take the fenced lease on ``session_id`` (see ``harness.stores.leases``)."""
+        check_session_id(session_id)
+        await self._ready()
+        return await self._leases.acquire(session_id, owner, ttl_s, takeover)
+
+    async def release(self, session_id: str) -> None:
+        """Stop renewing and expire this backend's lease on ``session_id`` (no-op if none)."""
+        check_session_id(session_id)
+        await self._leases.release(session_id)
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The lease this backend holds on ``session_id``, as last renewed."""
+        return self._leases.lease(session_id)
+
+    def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
+        """Committed events from ``from_seq`` on, then each as it commits (LISTEN/NOTIFY; see
+        ``harness.stores.postgres.tail``). Close the iterator (``aclose``) to stop."""
+        check_session_id(session_id)
+        if not isinstance(from_seq, int) or from_seq < 0:
+            raise ValueError(f"from_seq must be a non-negative integer, got {from_seq!r}")
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        return tail_session(
+            dsn=self._dsn,
+            connect_kwargs={**self._connect_kwargs, "application_name": f"{self._app_name}-tail"},
+            schema=self._schema,
+            queries=self._q,
+            session_id=session_id,
+            from_seq=from_seq,
+            known=session_id in self._pending,
+            max_outage_s=self._tail_outage_s,
+            prepare=self._ready,
+        )
+
+    # -- close ------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Release held leases, close the pool. Later calls raise ``StorageError``."""
+        if self._closed:
+            return
+        try:
+            for session_id in self._leases.held():
+                try:
+                    await self._leases.release(session_id)
+                except StorageError as error:
+                    log.warning("session %s: releasing the lease failed: %s", session_id, error)
+        finally:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            if pool is not None and self._loop is asyncio.get_running_loop():
+                await pool.close()
+
+
+def _loads_or_none(text: object) -> Any:
+    try:
+        return loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        return None

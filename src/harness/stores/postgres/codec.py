@@ -1,0 +1,167 @@
+"""How session data maps to PostgreSQL values, and back.
+
+* **Text keys.** PostgreSQL ``text`` must be valid UTF-8 without NUL, but a session
+  id (or a lease owner) may hold a lone surrogate, as JavaScript strings can. Keys
+  are stored as the body of their JSON string encoding (``db_text``): identical to
+  the id for ordinary ids, injective, and decodable (``from_db_text``).
+* **Event lines.** Each event is stored as its wire line ``Event.encode()``, which
+  is always valid UTF-8 with no raw newline or NUL, so ``text`` keeps it byte for
+  byte, key order included (``jsonb`` would not).
+* **Header.** The session's JSONL header line (``type: "session"``, ...) as JSON text.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
+from harness.events.envelope import as_safe_int, envelope_problem
+from harness.events.event import APPEND, Event, Replace, SurfaceOp
+from harness.events.json import dumps, dumps_kept, loads
+from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
+
+__all__ = [
+    "corrupt",
+    "db_text",
+    "decode_header",
+    "decode_lines",
+    "encode_header",
+    "event_from_wire",
+    "from_db_text",
+    "notify_channel",
+    "title_seq",
+]
+
+
+def db_text(value: str) -> str:
+    """``value`` as stored in a text key column: its JSON string body (see the module docs)."""
+    return dumps(value)[1:-1].decode("utf-8")
+
+
+def from_db_text(text: str) -> str:
+    """The string ``db_text`` stored as ``text``."""
+    value = loads(f'"{text}"')
+    assert isinstance(value, str)
+    return value
+
+
+def notify_channel(schema: str, session_id: str) -> str:
+    """The LISTEN/NOTIFY channel of one session in one schema (short, lowercase, fixed length).
+
+    A hash collision costs a tailer a read that finds nothing new, never a wrong event.
+    """
+    digest = hashlib.sha1(db_text(session_id).encode("utf-8")).hexdigest()[:24]
+    return f"harness_{zlib.crc32(schema.encode('utf-8', 'surrogatepass')):08x}_{digest}"
+
+
+def encode_header(header: SessionHeader) -> str:
+    """The header's JSONL line as text."""
+    return dumps(header.to_json(line=True)).decode("utf-8")
+
+
+def corrupt(session_id: str, where: str, detail: str) -> CorruptSession:
+    """A ``CorruptSession`` naming the session and the schema it was read from."""
+    return CorruptSession(f"stored session {session_id!r} is corrupt: {detail}", path=where)
+
+
+def decode_header(session_id: str, text: object, where: str) -> SessionHeader:
+    """Validate a stored header line: ``UnsupportedFormat`` for a foreign version (checked
+    first), ``CorruptSession`` for anything else wrong."""
+    try:
+        raw = loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise corrupt(session_id, where, "the session header is not a JSON object")
+    version = raw.get("version")
+    if isinstance(version, int | float) and not isinstance(version, bool):
+        number = as_safe_int(version)
+        if number != SESSION_FORMAT_VERSION:
+            when = (
+                "written by a newer harness — upgrade the harness"
+                if number is None or number > SESSION_FORMAT_VERSION
+                else f"older than the supported v{SESSION_FORMAT_VERSION}, no upgrade path"
+            )
+            raise UnsupportedFormat(f"stored session {session_id!r} has format version {version!r}: {when}")
+    if raw.get("type") != "session":
+        raise corrupt(session_id, where, "the session header is not tagged type 'session'")
+    try:
+        return validate_header(raw, session_id)
+    except InvalidHeader as error:
+        raise corrupt(session_id, where, f"invalid session header: {error}") from None
+
+
+def decode_lines(
+    session_id: str, lines: Iterable[bytes | str], where: str, first_seq: int = 0
+) -> list[dict[str, Any]]:
+    """Decode stored lines in seq order; each must be an object carrying its position's seq."""
+    events: list[dict[str, Any]] = []
+    # Decoding makes many acyclic containers; the cyclic collector would rescan the
+    # growing heap again and again for nothing.
+    collector_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        seq = first_seq
+        for line in lines:
+            try:
+                event = loads(line)
+            except ValueError as error:
+                raise corrupt(
+                    session_id, where, f"unparsable committed event at seq {seq}: {error}"
+                ) from None
+            if type(event) is not dict or event.get("seq") != seq:
+                raise corrupt(
+                    session_id, where, f"the event row at seq {seq} does not hold the event with that seq"
+                )
+            events.append(event)
+            seq += 1
+    finally:
+        if collector_was_enabled:
+            gc.enable()
+    return events
+
+
+def title_seq(batch: Sequence[Event]) -> int | None:
+    """The seq of the last event of ``batch`` that sets a title ``list()`` reports."""
+    for event in reversed(batch):
+        if event.type == "session/title":
+            data = event.data
+            if isinstance(data, Mapping) and isinstance(data.get("title"), str):
+                return event.seq
+    return None
+
+
+def event_from_wire(session_id: str, obj: dict[str, Any], where: str) -> Event:
+    """An ``Event`` from a committed wire object (envelope checked; Surface rules are not:
+    a tail reports what was committed, it does not restore a session)."""
+    problem = envelope_problem(obj)
+    if problem is not None:
+        raise corrupt(session_id, where, f"event at seq {obj.get('seq')!r}: {problem}")
+    raw_op = obj.get("surfaceOp")
+    sources = obj.get("sourceEventSeqs")
+    op: SurfaceOp | None
+    try:
+        if raw_op is None:
+            op = None
+        elif raw_op == APPEND:
+            op = APPEND
+        elif isinstance(raw_op, dict) and raw_op.get("op") == "replace":
+            op = Replace(int(raw_op["start"]), int(raw_op["end"]))
+        else:
+            raise ValueError(f"unknown surfaceOp {raw_op!r}")
+        seqs = tuple(int(seq) for seq in sources) if isinstance(sources, list) else None
+    except (KeyError, TypeError, ValueError) as error:
+        raise corrupt(session_id, where, f"event at seq {obj['seq']}: {error}") from None
+    return Event(
+        obj["type"],
+        as_safe_int(obj["seq"]),  # type: ignore[arg-type]
+        as_safe_int(obj["time"]),  # type: ignore[arg-type]
+        dumps_kept(obj["data"]),
+        op,
+        seqs,
+        obj.get("ignorable") is True,
+    )
