@@ -13,6 +13,7 @@ Surface folded from it, and the outcome is checked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -33,7 +34,7 @@ from rich.text import Text
 import harness
 from harness.demo import DemoCheckFailed, log_table, surface_table
 from harness.stores.jsonl.reader import read_session_file
-from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from harness.testing.fake_deepseek import FakeDeepSeek, RecordedRequest, Reply, usage
 
 __all__ = ["DEMO_KEY", "TASK", "demo_script", "run_agent_demo"]
 
@@ -168,15 +169,104 @@ def run_agent_demo(console: Console | None = None) -> harness.Session:
         session = read_session_file(str(logs[0]))
         _show(out, session)
         _check(session, status, resume_lines, sessions, workspace)
+        compacted = asyncio.run(_compaction_section(out, sessions, workspace))
+        _check_compaction(compacted)
         out.print(
             Text(
                 "✔ Every flushed event survived the kill; the repair marked the interrupted command's "
                 "outcome as unknown; the world check caught the edited file; the resumed agent "
-                "finished the task; the demo key is in no file.",
+                "finished the task; one automatic compaction kept the history in the log; the demo "
+                "key is in no file.",
                 style="bold green",
             )
         )
         return session
+
+
+_WINDOW = 5000
+"""The scripted model's context window in section 4: small, so pressure builds in three turns."""
+
+
+def _compaction_reply(request: RecordedRequest) -> Reply:
+    if request.header("x-deepseek-harness-compact") == "1":
+        return Reply.text(
+            "## Goal\nKeep the workspace notes and todo list in step.\n"
+            "## Done so far\nThree long notes were reviewed; todo.md lists buy milk and call Ada.\n"
+            "## Next\nAnswer the next question from this summary."
+        )
+    asked = request.messages[-1].get("content", "") if request.messages else ""
+    answer = f"Noted ({len(str(asked))} characters). " + "Reviewed in detail. " * 60
+    # a rough count, as a real model reports it: about four bytes of request per token
+    return Reply.text(answer, usage=usage(len(request.raw_body) // 4, len(answer) // 4))
+
+
+async def _compaction_section(out: Console, sessions: Path, workspace: Path) -> harness.Session:
+    """A second session whose scripted model has a small window: the third turn's pre-step
+    compacts automatically (the model writes the summary, over the compaction header)."""
+    from harness.agent.loop import Agent, AgentSettings
+    from harness.cli.compaction_commands import FallbackSummarizer
+    from harness.compaction import CompactionPolicy, ExtractiveSummarizer, LlmSummarizer
+    from harness.providers.deepseek import DeepSeekProvider
+    from harness.stores.jsonl.backend import JsonlBackend
+    from harness.stores.store import SessionStore
+
+    out.rule(f"4. automatic compaction (the scripted model's window: {_WINDOW:,} tokens)")
+    store = SessionStore(JsonlBackend(sessions))
+    with FakeDeepSeek([_compaction_reply] * 8, api_key=DEMO_KEY) as server:
+        provider = DeepSeekProvider(
+            server.base_url, api_key=DEMO_KEY, model_windows={"deepseek-v4-flash": _WINDOW}
+        )
+        try:
+            session = await store.create(cwd=str(workspace))
+            summarizer = FallbackSummarizer(LlmSummarizer(provider), ExtractiveSummarizer())
+            agent = Agent(
+                session,
+                provider,
+                [],
+                AgentSettings(model="deepseek-v4-flash", system="You keep notes short."),
+                workspace=workspace,
+                checkpoint=store.flush,
+                summarizer=summarizer,
+                compaction=CompactionPolicy(),
+            )
+            before: Table | None = None
+            for index in range(1, 7):
+                before = surface_table(session)
+                note = f"Note {index}: " + "the garden needs water and the shed needs paint. " * 45
+                await agent.run_turn(note)
+                if session.surface.replace_generation:
+                    break
+            await store.flush(session)
+        finally:
+            await provider.aclose()
+            await store.close()
+    if before is not None:
+        out.print(before)
+    kinds = [event.type for event in session.events]
+    if "compaction/summary" in kinds:
+        start = kinds.index("compaction/start")
+        summary = session.events[kinds.index("compaction/summary")].data
+        shadowed = summary["shadowedRange"]
+        out.print(
+            f"Pressure crossed 80% of the window at the pre-step of turn "
+            f"{session.events[start - 1].data.get('turn')}: compaction/start (seq {start}), the "
+            f"model's summary, a checkpoint message replacing Surface nodes {shadowed['start']}…"
+            f"{shadowed['end']} ({summary['shadowedTokenCount']} tokens), compaction/end. The "
+            f"shadowed events stay in the log:",
+            highlight=False,
+        )
+    out.print(surface_table(session))
+    return session
+
+
+def _check_compaction(session: harness.Session) -> None:
+    kinds = [event.type for event in session.events]
+    if kinds.count("compaction/end") != 1 or session.surface.replace_generation != 1:
+        count = kinds.count("compaction/end")
+        raise DemoCheckFailed(f"expected one automatic compaction, the log has {count}")
+    end = next(e for e in session.events if e.type == "compaction/end")
+    if end.data.get("error"):
+        raise DemoCheckFailed(f"the compaction failed: {end.data['error']}")
 
 
 def _show(out: Console, session: harness.Session) -> None:

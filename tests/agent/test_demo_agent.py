@@ -23,6 +23,9 @@ def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:
         "Event Log",
         "Surface (generation 0)",
         "the demo key",
+        "automatic compaction",
+        "Surface (generation 1)",
+        "user/compact",
     ):
         assert expected in out, expected
     kinds = [event.type for event in session.events]

@@ -280,3 +280,63 @@ def test_each_turn_records_a_workspace_baseline_before_it_starts(tmp_path: Path)
     texts = [m.text for m in session.derive_messages() if m.role == "user"]
     assert texts == ["1", "note: a file changed", "2"]
     harness.Session.from_restore(session.id, list(session.events), session.header)
+
+
+def _long_turns(session: harness.Session, count: int, words: int = 400) -> None:
+    loop, _ = agent(session, [text_reply("ok " * words) for _ in range(count)])
+    for index in range(count):
+        run(loop.run_turn(f"question {index}: " + "detail " * words))
+
+
+def test_pressure_compacts_automatically_before_a_step() -> None:
+    from harness.compaction import ExtractiveSummarizer
+
+    session = harness.Session.create()
+    _long_turns(session, 3)
+    provider = ScriptedProvider([text_reply("after compaction")], window=2000)
+    loop = Agent(
+        session, provider, [], SETTINGS, workspace=".", record_baseline=False,
+        summarizer=ExtractiveSummarizer(),
+    )  # fmt: skip
+    outcome = run(loop.run_turn("and now?"))
+    assert outcome.kind == "completed"
+    kinds = types(session)
+    start = kinds.index("compaction/start")
+    assert kinds[start - 1] == "turn/start" and kinds[start:start + 4] == [
+        "compaction/start", "compaction/summary", "user/message", "compaction/end",
+    ]  # fmt: skip
+    assert kinds[start + 4] == "step/start"
+    assert session.surface.replace_generation == 1
+    sent = provider.requests[0].messages
+    assert "compacted-summary" in (sent[0].text or "")
+    assert sent[-1].text == "and now?"
+    restored = harness.Session.from_restore(session.id, list(session.events)[:-1], session.header)
+    assert [m.raw for m in restored.derive_messages()] == [m.raw for m in session.derive_messages()]
+
+
+def test_context_window_exceeded_compacts_and_retries_in_the_same_step() -> None:
+    from harness.compaction import ExtractiveSummarizer
+
+    session = harness.Session.create()
+    _long_turns(session, 3)
+    replies = [error_reply("CONTEXT_WINDOW_EXCEEDED"), text_reply("fits now")]
+    provider = ScriptedProvider(replies, window=10**6)
+    loop = Agent(
+        session, provider, [], SETTINGS, workspace=".", record_baseline=False,
+        summarizer=ExtractiveSummarizer(),
+    )  # fmt: skip
+    outcome = run(loop.run_turn("one more"))
+    assert outcome.kind == "completed"
+    assert len(provider.requests) == 2
+    kinds = types(session)
+    last_turn = kinds[len(kinds) - 1 - kinds[::-1].index("turn/start") :]
+    assert last_turn.count("step/start") == 1
+    assert "compaction/end" in last_turn
+    assert len(provider.requests[1].messages) < len(provider.requests[0].messages)
+
+
+def test_context_window_exceeded_without_a_summarizer_ends_the_turn() -> None:
+    session = harness.Session.create()
+    loop, _ = agent(session, [error_reply("CONTEXT_WINDOW_EXCEEDED")])
+    outcome = run(loop.run_turn("hi"))
+    assert outcome.reason["error"]["code"] == "CONTEXT_WINDOW_EXCEEDED"

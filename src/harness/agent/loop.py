@@ -30,6 +30,13 @@ import msgspec
 
 from harness.agent.approval import ApprovalRequest, Approver, FixedApprover, policy_in_force
 from harness.agent.assembly import StreamAssembly
+from harness.compaction import (
+    CompactionPolicy,
+    OverflowRecovery,
+    Summarizer,
+    compact_if_needed,
+)
+from harness.errors import CompactionCancelled
 from harness.events.event import Event
 from harness.events.json import loads
 from harness.messages.model import LlmFailure, assistant_message, tool_result_message, user_message
@@ -102,6 +109,8 @@ class Agent:
         checkpoint: Checkpoint | None = None,
         approver: Approver | None = None,
         record_baseline: bool = True,
+        summarizer: Summarizer | None = None,
+        compaction: CompactionPolicy | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -117,6 +126,9 @@ class Agent:
         self._first_request = True
         self._cancel: asyncio.Event | None = None
         self.record_baseline = record_baseline
+        self.summarizer = summarizer
+        self.compaction = compaction or CompactionPolicy()
+        self._overflow = OverflowRecovery(self.compaction)
 
     # ---- public ---------------------------------------------------------------------
 
@@ -180,6 +192,7 @@ class Agent:
         session = self.session
         truncated = False
         for step in range(1, self.settings.max_steps + 1):
+            await self._pre_step(cancel)
             session.append("step/start", {"turn": turn, "step": step})
             try:
                 if step == 1:
@@ -197,6 +210,26 @@ class Agent:
             if not calls:
                 return {"kind": "max-tokens"} if truncated else {"kind": "completed"}
         return _error_reason(f"the turn reached its limit of {self.settings.max_steps} steps", "MAX_STEPS")
+
+    async def _pre_step(self, cancel: asyncio.Event) -> None:
+        """Automatic compaction at the pressure threshold (FORMAT §11), before a step starts."""
+        if self.summarizer is None or not self.compaction.auto or cancel.is_set():
+            return
+        header = fold_request_header(self.session.events)
+        window = self.provider.context_window(header.model) if header is not None else None
+        try:
+            outcome = await compact_if_needed(
+                self.session,
+                self.summarizer,
+                context_window=window,
+                policy=self.compaction,
+                checkpoint=self._checkpoint,
+                cancel=cancel,
+            )
+        except CompactionCancelled:
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}}) from None
+        if outcome.error is not None:
+            logger.warning("session %s: automatic compaction failed: %s", self.session.id, outcome.error)
 
     async def _durable(self) -> None:
         if self._checkpoint is None:
@@ -227,11 +260,38 @@ class Agent:
     ) -> tuple[list[dict[str, Any]], FinishReason]:
         """One model request: header, checkpoint, stream, message. Returns the tool calls."""
         session = self.session
+        while True:
+            assembly, seqs = await self._attempt(turn, step, cancel)
+            finish = assembly.finish
+            if finish is None:
+                message = "the provider's stream ended without a finish"
+                failure = LlmFailure(message=message, code="STREAM_CLOSED")
+                raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())})
+            if not isinstance(finish, FinishError):
+                break
+            if finish.failure.code == "CONTEXT_WINDOW_EXCEEDED" and await self._recover_overflow(cancel):
+                continue  # compacted: send the request again, in the same step
+            raise _TurnEnded({"kind": "error", "error": dict(finish.failure.to_json())})
+        header = fold_request_header(session.events)
+        assert header is not None
+        if isinstance(finish, FinishAborted):
+            content = assembly.content(interrupted=True)
+            if content:
+                self._message(turn, step, header, content, assembly, seqs, interrupted=True)
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
+        content = assembly.content(max_tokens=isinstance(finish, FinishMaxTokens))
+        self._message(turn, step, header, content, assembly, seqs)
+        return [block for block in content if block.get("type") == "tool-call"], finish
+
+    async def _attempt(
+        self, turn: int, step: int, cancel: asyncio.Event
+    ) -> tuple[StreamAssembly, list[int]]:
+        """Record the header, make the session durable, send the request, log each chunk."""
         self._record_header()
         await self._durable()
         if cancel.is_set():
             raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
-        options = build_request(session)
+        options = build_request(self.session)
         self._first_request = False
         assembly = StreamAssembly()
         seqs: list[int] = []
@@ -245,22 +305,23 @@ class Agent:
             logger.exception("provider %s raised instead of finishing", self.provider.route)
             failure = LlmFailure(message=f"{type(error).__name__}: {error}", code="UNKNOWN")
             raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())}) from error
-        finish = assembly.finish
-        if finish is None:
-            failure = LlmFailure(message="the provider's stream ended without a finish", code="STREAM_CLOSED")
-            raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())})
-        if isinstance(finish, FinishError):
-            raise _TurnEnded({"kind": "error", "error": dict(finish.failure.to_json())})
-        header = fold_request_header(session.events)
-        assert header is not None
-        if isinstance(finish, FinishAborted):
-            content = assembly.content(interrupted=True)
-            if content:
-                self._message(turn, step, header, content, assembly, seqs, interrupted=True)
-            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
-        content = assembly.content(max_tokens=isinstance(finish, FinishMaxTokens))
-        self._message(turn, step, header, content, assembly, seqs)
-        return [block for block in content if block.get("type") == "tool-call"], finish
+        return assembly, seqs
+
+    async def _recover_overflow(self, cancel: asyncio.Event) -> bool:
+        """After ``CONTEXT_WINDOW_EXCEEDED``: compact (or prune) and say whether to retry."""
+        if self.summarizer is None:
+            return False
+        try:
+            outcome = await self._overflow.recover(
+                self.session,
+                "CONTEXT_WINDOW_EXCEEDED",
+                self.summarizer,
+                checkpoint=self._checkpoint,
+                cancel=cancel,
+            )
+        except CompactionCancelled:
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}}) from None
+        return bool(outcome.retry)
 
     def _chunk(self, turn: int, step: int, chunk: StreamChunk) -> Event:
         return self.session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})

@@ -28,6 +28,7 @@ from harness.agent.approval import ApprovalOutcome, ApprovalRequest, Approver, F
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
+from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from harness.events.event import Event
 from harness.providers.base import Provider
 from harness.recovery import WorldReport
@@ -87,6 +88,13 @@ def _tools() -> list[Tool]:
     return list(default_tools())
 
 
+def _summarizer(provider: Provider, model: str) -> Summarizer:
+    """Automatic compaction summarizes with the model, and offline when that fails."""
+    from harness.cli.compaction_commands import FallbackSummarizer
+
+    return FallbackSummarizer(LlmSummarizer(provider, model=model), ExtractiveSummarizer())
+
+
 def _approver(yes: bool, interactive: bool, console: Console) -> Approver:
     if yes:
         return FixedApprover("allowed-once")
@@ -141,6 +149,7 @@ async def _run_turns(
         workspace=workspace,
         checkpoint=store.flush,
         approver=approver,
+        summarizer=_summarizer(provider, model),
     )
     unsubscribe = session.subscribe(LivePrinter(console))
     outcome = None
@@ -382,7 +391,7 @@ def chat(
                 if text == "/exit":
                     break
                 if text == "/compact":
-                    console.print("[yellow]/compact is not available in this version yet[/]")
+                    await _chat_compact(session, store, model, console)
                     continue
                 await _run_turns(
                     store, session, [text], model=model, workspace=root, approver=approver, console=console
@@ -394,6 +403,28 @@ def chat(
     with _errors():
         session = asyncio.run(main())
     console.print(f"[dim]session {session.id}[/]", highlight=False)
+
+
+async def _chat_compact(session: Session, store: SessionStore, model: str, console: Console) -> None:
+    """``/compact`` in chat: a manual compaction between turns (model first, offline fallback)."""
+    from harness.compaction import compact_now
+    from harness.errors import CompactionError
+
+    provider = _provider()
+    try:
+        result = await compact_now(session, _summarizer(provider, model), checkpoint=store.flush)
+    except CompactionError as error:
+        console.print(f"[red]compaction failed ({escape(error.code)}): {escape(str(error))}[/]")
+        return
+    finally:
+        await provider.aclose()
+    if result is None:
+        console.print("[dim]nothing to compact yet[/]")
+    else:
+        console.print(
+            f"[green]compacted {len(result.shadowed_seqs)} Surface nodes into one checkpoint[/] "
+            f"[dim]({result.shadowed_tokens} → {result.checkpoint_tokens} tokens)[/]"
+        )
 
 
 @app.command()

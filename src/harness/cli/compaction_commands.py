@@ -1,0 +1,206 @@
+"""The compaction commands: ``compact`` (manual, between turns) and ``eval-compaction``.
+
+A manual compaction uses the model (``LlmSummarizer``) when a key is configured and falls
+back to the offline ``ExtractiveSummarizer`` when asked to (``--summarizer extractive``) or
+when the model call fails and the user accepts the offer (``--fallback`` accepts it ahead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.prompt import Confirm
+
+from harness.cli.agent_commands import DEFAULT_MODEL
+from harness.cli.app import _errors, _fail, _options, app
+from harness.compaction import (
+    CompactionResult,
+    ExtractiveSummarizer,
+    LlmSummarizer,
+    Probe,
+    Summarizer,
+    compact_now,
+    eval_compaction_report,
+)
+from harness.compaction.summarizer import Summary, SummaryRequest
+from harness.errors import CompactionError, SummaryFailed
+from harness.session.session import Session
+from harness.stores.store import SessionStore
+
+__all__ = ["FallbackSummarizer"]
+
+logger = logging.getLogger("harness.cli")
+
+
+class FallbackSummarizer:
+    """``primary`` (the model); when it fails, ``fallback`` (offline) — for automatic compaction,
+    where nobody can be asked."""
+
+    def __init__(self, primary: Summarizer, fallback: Summarizer) -> None:
+        self.primary = primary
+        self.fallback = fallback
+
+    async def summarize(self, request: SummaryRequest) -> Summary:
+        try:
+            return await self.primary.summarize(request)
+        except SummaryFailed as error:
+            logger.warning("model summary failed (%s); using the extractive summary", error)
+            return await self.fallback.summarize(request)
+
+
+def _model_summarizer(model: str | None) -> tuple[Summarizer, Any] | None:
+    if not os.environ.get("DEEPSEEK_API_KEY"):
+        return None
+    from harness.providers.deepseek import DeepSeekProvider
+
+    provider = DeepSeekProvider()
+    return LlmSummarizer(provider, model=model or DEFAULT_MODEL), provider
+
+
+def _describe(result: CompactionResult | None) -> str:
+    if result is None:
+        return "nothing to compact: the Surface has no closed span before its tail"
+    return (
+        f"compacted: {len(result.shadowed_seqs)} Surface nodes (seqs {result.shadowed_start}…"
+        f"{result.shadowed_end}) replaced by the checkpoint at seq {result.checkpoint_seq}"
+    )
+
+
+@app.command()
+def compact(
+    ctx: typer.Context,
+    session_id: str = typer.Argument(..., metavar="ID"),
+    summarizer: str = typer.Option(
+        "auto", "--summarizer", help="auto (the model when a key is set, else extractive), llm, extractive."
+    ),
+    model: str | None = typer.Option(None, "--model", envvar="HARNESS_MODEL", help="Summary model id."),
+    fallback: bool = typer.Option(
+        False, "--fallback", help="If the model summary fails, use the extractive one without asking."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Compact a stored session now (only between turns): one checkpoint message replaces the
+    head of its Surface; the log keeps every event."""
+    if summarizer not in ("auto", "llm", "extractive"):
+        _fail(f"--summarizer must be auto, llm or extractive, not {summarizer!r}", 2)
+    console = Console(stderr=as_json)
+
+    async def main() -> tuple[Session, CompactionResult | None, str]:
+        store = SessionStore(_options(ctx).backend())
+        try:
+            session = await store.load(session_id)
+            chosen: Summarizer = ExtractiveSummarizer()
+            used = "extractive"
+            model_side = None if summarizer == "extractive" else _model_summarizer(model)
+            if summarizer == "llm" and model_side is None:
+                raise CompactionError("--summarizer llm needs DEEPSEEK_API_KEY", code="config")
+            if model_side is not None:
+                chosen, used = model_side[0], "llm"
+            try:
+                try:
+                    result = await compact_now(session, chosen, checkpoint=store.flush)
+                except CompactionError as error:
+                    if used != "llm" or error.code != "summary":
+                        raise
+                    console.print(f"[yellow]the model summary failed: {escape(str(error))}[/]")
+                    if not (fallback or await _accept_fallback(console)):
+                        raise
+                    used = "extractive"
+                    result = await compact_now(session, ExtractiveSummarizer(), checkpoint=store.flush)
+            finally:
+                if model_side is not None:
+                    await model_side[1].aclose()
+            return session, result, used
+        finally:
+            await store.close()
+
+    with _errors():
+        session, result, used = asyncio.run(main())
+    if as_json:
+        data = {
+            "session": session.id,
+            "summarizer": used,
+            "compacted": result is not None,
+            "replaceGeneration": session.surface.replace_generation,
+            "messages": len(session.derive_messages()),
+        }
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        console.print(f"{_describe(result)} [dim](summarizer: {used})[/]", highlight=False)
+
+
+async def _accept_fallback(console: Console) -> bool:
+    if not sys.stdin.isatty():
+        console.print("[dim]pass --fallback to use the offline extractive summary instead[/]")
+        return False
+    try:
+        return bool(
+            await asyncio.to_thread(
+                Confirm.ask, "Use the offline extractive summary instead?", console=console, default=True
+            )
+        )
+    except (EOFError, KeyboardInterrupt):
+        return False
+
+
+@app.command("eval-compaction")
+def eval_compaction(
+    ctx: typer.Context,
+    session_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Stored sessions to evaluate."),
+    probes: list[str] = typer.Option(
+        [], "--probe", help="KIND:TEXT to keep recoverable (constraint, task, path, tool-result)."
+    ),
+    generated: int = typer.Option(6, "--generated", min=0, help="Synthetic sessions (when no ID is given)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the synthetic sessions."),
+    with_llm: bool = typer.Option(False, "--llm", help="Also evaluate the model summarizer (needs a key)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Compact copies of sessions and report, per probe and per summarizer, whether the Surface
+    still carries each fact. Without IDs: generated sessions with planted probes."""
+    parsed = [_probe(index, text) for index, text in enumerate(probes)]
+    if session_ids and not parsed:
+        _fail("give at least one --probe KIND:TEXT for stored sessions", 2)
+
+    async def main() -> Any:
+        cases = None
+        if session_ids:
+            store = SessionStore(_options(ctx).backend())
+            try:
+                cases = [(await store.inspect(sid), parsed) for sid in session_ids]
+            finally:
+                await store.close()
+        summarizers: dict[str, Summarizer] = {"extractive": ExtractiveSummarizer()}
+        model_side = _model_summarizer(None) if with_llm else None
+        if with_llm and model_side is None:
+            raise CompactionError("--llm needs DEEPSEEK_API_KEY", code="config")
+        if model_side is not None:
+            summarizers["llm"] = model_side[0]
+        try:
+            return await eval_compaction_report(
+                cases, summarizers=summarizers, generated=generated, seed=seed
+            )
+        finally:
+            if model_side is not None:
+                await model_side[1].aclose()
+
+    with _errors():
+        report = asyncio.run(main())
+    if as_json:
+        sys.stdout.write(json.dumps(report.data, ensure_ascii=False, indent=2) + "\n")
+    else:
+        Console().print(report.table)
+
+
+def _probe(index: int, text: str) -> Probe:
+    kind, _, pattern = text.partition(":")
+    if kind not in ("constraint", "task", "path", "tool-result") or not pattern:
+        _fail(f"--probe must be KIND:TEXT with KIND constraint, task, path or tool-result, not {text!r}", 2)
+    return Probe(name=f"probe-{index + 1}", kind=kind, pattern=pattern)  # type: ignore[arg-type]
