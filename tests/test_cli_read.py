@@ -120,3 +120,28 @@ def test_the_loading_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> Non
     with loading_bar(Console(file=piped, force_terminal=False), "loading s1") as advance:
         advance(50, 200)
     assert piped.getvalue() == ""
+
+
+def test_store_spec_selects_each_backend() -> None:
+    from harness.cli.app import DEFAULT_ROOT, parse_store
+
+    assert parse_store("postgresql://127.0.0.1/test") == ("db", "postgresql://127.0.0.1/test")
+    assert parse_store("postgres://h/db") == ("db", "postgres://h/db")
+    assert parse_store("sqlite:/tmp/s.db") == ("sqlite", "/tmp/s.db")
+    assert parse_store("jsonl:/tmp/root") == ("jsonl", "/tmp/root")
+    assert parse_store("/tmp/root") == ("jsonl", "/tmp/root")
+    assert DEFAULT_ROOT.endswith("harness/sessions")
+
+
+def test_store_option_routes_commands_and_refuses_a_second_choice(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    db = tmp_path / "s.db"
+    listed = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "sessions", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert db.exists()
+    both = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "--root", str(tmp_path), "sessions"])
+    assert both.exit_code == 2
+    assert "--store and --root" in both.output

@@ -33,7 +33,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DEFAULT_ROOT = os.path.join(os.path.expanduser("~"), ".harness", "sessions")
+def _data_home() -> str:
+    return os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+
+
+DEFAULT_ROOT = os.path.join(_data_home(), "harness", "sessions")
+"""Where sessions go by default: JSONL (format v0) under the user data directory."""
+
+
+def parse_store(spec: str) -> tuple[str, str]:
+    """``--store SPEC`` as ``(kind, target)``: ``postgresql://…`` (or ``postgres://``),
+    ``sqlite:PATH``, ``jsonl:DIR``, or a bare directory (a JSONL root)."""
+    if spec.startswith(("postgresql://", "postgres://")):
+        return "db", spec
+    kind, sep, target = spec.partition(":")
+    if sep and kind in ("sqlite", "jsonl") and target:
+        return kind, target
+    return "jsonl", spec
 
 
 class _Options:
@@ -134,6 +150,13 @@ def root(
     db_schema: str = typer.Option(
         "harness", "--db-schema", envvar="HARNESS_DATABASE_SCHEMA", help="PostgreSQL schema of the sessions."
     ),
+    store: str | None = typer.Option(
+        None,
+        "--store",
+        envvar="HARNESS_STORE",
+        metavar="SPEC",
+        help="The store in one option: DIR or jsonl:DIR, sqlite:FILE, or postgresql://URL.",
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
     ),
@@ -141,6 +164,23 @@ def root(
     """Durable, auditable sessions for LLM agents."""
     if compression not in ("zstd", "none"):
         _fail(f"--compression must be zstd or none, not {compression!r}", 2)
+    if store:
+        others = [
+            f"--{name}"
+            for name in ("root", "sqlite", "db")
+            if getattr(ctx.get_parameter_source(name if name != "root" else "store_root"), "name", None)
+            == "COMMANDLINE"
+        ]
+        if others:
+            _fail(f"--store and {', '.join(others)} both choose the store: give one of them", 2)
+        kind, target = parse_store(store)
+        store_root, sqlite, db = DEFAULT_ROOT, None, None
+        if kind == "db":
+            db = target
+        elif kind == "sqlite":
+            sqlite = target
+        else:
+            store_root = target
     if db and sqlite:
         # An option given on the command line beats one from the environment.
         explicit = {
