@@ -89,7 +89,6 @@ from typing import Any, Final, TypeVar
 
 from harness.errors import (
     CorruptSession,
-    InvalidHeader,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -97,19 +96,18 @@ from harness.errors import (
     StorageError,
     UnsupportedFormat,
 )
-from harness.events.envelope import as_safe_int
 from harness.events.event import Event
 from harness.events.json import dumps, loads
-from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
+from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import (
     ReadProgress,
     SessionInfo,
     StoredLog,
-    StreamRejected,
     WireStream,
     check_batch,
 )
 from harness.stores.ids import check_session_id
+from harness.stores.rows import header_from_text, row_events
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -121,11 +119,14 @@ DSH_APPLICATION_ID: Final = 0x44534850
 _SQLITE_NOTADB: Final = 26
 
 _T = TypeVar("_T")
-_DONE: Final = (b"",)
 _SELECT_ROWS: Final = "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq"
 # The stream takes the lines as bytes (the cast is free in SQLite) and checks seqs in the JSON.
 _SELECT_LINES: Final = "SELECT CAST(line AS BLOB) FROM events WHERE session_id = ? ORDER BY seq"
 _Key = str | bytes
+
+
+def _first_column(row: tuple[Any, ...]) -> Any:
+    return row[0]
 
 
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
@@ -480,20 +481,11 @@ class SqliteBackend:
             return await self.read_exact(session_id)  # it says why there is nothing to read
         progress = ReadProgress(len(rows))
 
+        if len(rows) != length:
+            return await self.read_exact(session_id)  # it names the mismatch
+
         def events() -> Iterator[dict[str, Any]]:
-            if len(rows) != length:
-                raise StreamRejected("row count differs from the recorded length")
-            for index in range(length):
-                (line,) = rows[index]
-                rows[index] = _DONE  # let each row go as soon as it is decoded
-                try:
-                    event = loads(line)
-                except ValueError:
-                    raise StreamRejected(f"unparsable row {index}") from None
-                if type(event) is not dict or event.get("seq") != index:
-                    raise StreamRejected(f"row {index} does not hold the event with that seq")
-                progress.done = index + 1
-                yield event
+            return row_events(rows, progress, _first_column)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
@@ -560,30 +552,7 @@ class SqliteBackend:
         return events
 
     def _header(self, session_id: str, text: object) -> SessionHeader:
-        try:
-            raw = loads(text) if isinstance(text, str) else None
-        except ValueError:
-            raw = None
-        if not isinstance(raw, dict):
-            raise self._corrupt(session_id, "the session header is not a JSON object")
-        version = raw.get("version")
-        if isinstance(version, int | float) and not isinstance(version, bool):
-            number = as_safe_int(version)
-            if number != SESSION_FORMAT_VERSION:
-                when = (
-                    "written by a newer harness — upgrade the harness"
-                    if number is None or number > SESSION_FORMAT_VERSION
-                    else f"older than the supported v{SESSION_FORMAT_VERSION}, no upgrade path"
-                )
-                raise UnsupportedFormat(
-                    f"stored session {session_id!r} has format version {version!r}: {when}"
-                )
-        if raw.get("type") != "session":
-            raise self._corrupt(session_id, "the session header is not tagged type 'session'")
-        try:
-            return validate_header(raw, session_id)
-        except InvalidHeader as error:
-            raise self._corrupt(session_id, f"invalid session header: {error}") from None
+        return header_from_text(session_id, text, lambda detail: self._corrupt(session_id, detail))
 
     # -- repair, length, list ---------------------------------------------------
 

@@ -71,7 +71,6 @@ from harness.stores.backend import (
     ReadProgress,
     SessionInfo,
     StoredLog,
-    StreamRejected,
     WireStream,
     check_batch,
 )
@@ -84,6 +83,7 @@ from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
+from harness.stores.rows import row_events
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresBackend"]
 
@@ -393,17 +393,7 @@ class PostgresBackend:
         rows = lines
 
         def events() -> Iterator[dict[str, Any]]:
-            for index in range(length):
-                line = rows[index]
-                rows[index] = None  # let each line go as soon as it is decoded
-                try:
-                    event = loads(line)  # type: ignore[arg-type]
-                except ValueError:
-                    raise StreamRejected(f"unparsable row {index}") from None
-                if type(event) is not dict or event.get("seq") != index:
-                    raise StreamRejected(f"row {index} does not hold the event with that seq")
-                progress.done = index + 1
-                yield event
+            return row_events(rows, progress)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 

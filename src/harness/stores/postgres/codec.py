@@ -18,11 +18,12 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
+from harness.errors import CorruptSession
 from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
 from harness.events.json import dumps, dumps_kept, loads
-from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
+from harness.session.header import SessionHeader
+from harness.stores.rows import header_from_text
 
 __all__ = [
     "corrupt",
@@ -71,28 +72,7 @@ def corrupt(session_id: str, where: str, detail: str) -> CorruptSession:
 def decode_header(session_id: str, text: object, where: str) -> SessionHeader:
     """Validate a stored header line: ``UnsupportedFormat`` for a foreign version (checked
     first), ``CorruptSession`` for anything else wrong."""
-    try:
-        raw = loads(text) if isinstance(text, str | bytes) else None
-    except ValueError:
-        raw = None
-    if not isinstance(raw, dict):
-        raise corrupt(session_id, where, "the session header is not a JSON object")
-    version = raw.get("version")
-    if isinstance(version, int | float) and not isinstance(version, bool):
-        number = as_safe_int(version)
-        if number != SESSION_FORMAT_VERSION:
-            when = (
-                "written by a newer harness — upgrade the harness"
-                if number is None or number > SESSION_FORMAT_VERSION
-                else f"older than the supported v{SESSION_FORMAT_VERSION}, no upgrade path"
-            )
-            raise UnsupportedFormat(f"stored session {session_id!r} has format version {version!r}: {when}")
-    if raw.get("type") != "session":
-        raise corrupt(session_id, where, "the session header is not tagged type 'session'")
-    try:
-        return validate_header(raw, session_id)
-    except InvalidHeader as error:
-        raise corrupt(session_id, where, f"invalid session header: {error}") from None
+    return header_from_text(session_id, text, lambda detail: corrupt(session_id, where, detail))
 
 
 def decode_lines(

@@ -1,0 +1,69 @@
+"""What the database backends share: reading a stored header line and streaming event rows.
+
+SQLite and PostgreSQL both keep a session's header line and one row per event holding its
+exact wire line. ``header_from_text`` applies the header rules (a foreign version is
+``UnsupportedFormat``, checked first; anything else wrong is corruption); ``row_events`` is
+the ``WireStream`` body over fetched rows, which lets each row go once it is decoded and
+rejects (``StreamRejected``) anything but an object carrying its row's seq.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
+from harness.events.envelope import as_safe_int
+from harness.events.json import loads
+from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
+from harness.stores.backend import ReadProgress, StreamRejected
+
+__all__ = ["header_from_text", "row_events"]
+
+
+def header_from_text(
+    session_id: str, text: object, corrupt: Callable[[str], CorruptSession]
+) -> SessionHeader:
+    """The stored header line of ``session_id`` as a ``SessionHeader``; ``corrupt(detail)``
+    makes the error for a damaged one."""
+    try:
+        raw = loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise corrupt("the session header is not a JSON object")
+    version = raw.get("version")
+    if isinstance(version, int | float) and not isinstance(version, bool):
+        number = as_safe_int(version)
+        if number != SESSION_FORMAT_VERSION:
+            when = (
+                "written by a newer harness — upgrade the harness"
+                if number is None or number > SESSION_FORMAT_VERSION
+                else f"older than the supported v{SESSION_FORMAT_VERSION}, no upgrade path"
+            )
+            raise UnsupportedFormat(f"stored session {session_id!r} has format version {version!r}: {when}")
+    if raw.get("type") != "session":
+        raise corrupt("the session header is not tagged type 'session'")
+    try:
+        return validate_header(raw, session_id)
+    except InvalidHeader as error:
+        raise corrupt(f"invalid session header: {error}") from None
+
+
+def row_events(
+    rows: list[Any], progress: ReadProgress, line_of: Callable[[Any], Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Decode ``rows`` (lines, or rows whose line ``line_of`` picks) as events with seqs
+    0, 1, …; each row is dropped from ``rows`` once decoded."""
+    for index in range(len(rows)):
+        row = rows[index]
+        rows[index] = None
+        line = row if line_of is None else line_of(row)
+        try:
+            event = loads(line)
+        except ValueError:
+            raise StreamRejected(f"unparsable row {index}") from None
+        if type(event) is not dict or event.get("seq") != index:
+            raise StreamRejected(f"row {index} does not hold the event with that seq")
+        progress.done = index + 1
+        yield event
