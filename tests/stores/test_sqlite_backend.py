@@ -1,4 +1,7 @@
-"""``SqliteBackend``: round trip, seq checks, atomicity, racing writers, schema versions, corruption."""
+"""``SqliteBackend``: round trip, seq checks, atomicity, racing writers, schema versions, corruption.
+
+Row-level tests write unpacked (one row per event); packed chunk rows have their own tests.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ def db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def backend(db: Path) -> Iterator[SqliteBackend]:
-    store = SqliteBackend(db)
+    store = SqliteBackend(db, pack_chunks=False)
     yield store
     run(store.close())
 
@@ -104,13 +107,13 @@ def test_data_survives_reopening_the_file(db: Path) -> None:
     events = sample_events()
 
     async def write() -> None:
-        store = SqliteBackend(db)
+        store = SqliteBackend(db, pack_chunks=False)
         await store.create(header())
         await store.append("s1", events)
         await store.close()
 
     async def read() -> StoredLog:
-        store = SqliteBackend(db)
+        store = SqliteBackend(db, pack_chunks=False)
         try:
             return await store.read_exact("s1")
         finally:
@@ -186,7 +189,7 @@ def test_create_known_id_is_refused(db: Path, backend: SqliteBackend) -> None:
         await backend.append("s1", [chunk(0)])
         with pytest.raises(SessionExists):
             await backend.create(header())
-        other = SqliteBackend(db)
+        other = SqliteBackend(db, pack_chunks=False)
         try:
             with pytest.raises(SessionExists):
                 await other.create(header())
@@ -217,7 +220,7 @@ def test_unknown_and_invalid_ids(backend: SqliteBackend) -> None:
 
 def test_lost_reservation_conflicts_once(db: Path) -> None:
     async def go() -> None:
-        first, second = SqliteBackend(db), SqliteBackend(db)
+        first, second = SqliteBackend(db, pack_chunks=False), SqliteBackend(db, pack_chunks=False)
         try:
             await first.create(header())
             await second.create(header())
@@ -327,7 +330,7 @@ BATCH = 4
 
 async def _race_writer(db: Path, writer: int, batches: int, create: bool) -> int:
     """Append ``batches`` batches tagged with ``writer``, retrying on conflicts; returns the conflicts."""
-    store = SqliteBackend(db)
+    store = SqliteBackend(db, pack_chunks=False)
     conflicts = 0
     try:
         if create:
@@ -369,7 +372,7 @@ def check_race_log(db: Path, writers: int, batches: int) -> None:
 
 
 async def _read(db: Path, session_id: str) -> StoredLog:
-    store = SqliteBackend(db)
+    store = SqliteBackend(db, pack_chunks=False)
     try:
         return await store.read_exact(session_id)
     finally:
@@ -378,7 +381,7 @@ async def _read(db: Path, session_id: str) -> StoredLog:
 
 def test_two_backends_racing_for_the_same_seq(db: Path) -> None:
     async def go() -> None:
-        a, b = SqliteBackend(db), SqliteBackend(db)
+        a, b = SqliteBackend(db, pack_chunks=False), SqliteBackend(db, pack_chunks=False)
         try:
             await a.create(header("race"))
             await a.append("race", [chunk(0)])
@@ -404,7 +407,7 @@ def test_two_backends_racing_for_the_same_seq(db: Path) -> None:
 
 def test_two_backends_in_threads_never_interleave(db: Path) -> None:
     async def go() -> list[int]:
-        first = SqliteBackend(db)
+        first = SqliteBackend(db, pack_chunks=False)
         try:
             await first.create(header("race"))
             await first.append("race", [Event.create("plugin/race", 0, 0, {"writer": 9, "batch": 0, "i": 0})])
@@ -505,7 +508,7 @@ def test_list_fields_match_summarize(db: Path, backend: SqliteBackend) -> None:
 
 def _seeded(db: Path, count: int = 4) -> None:
     async def go() -> None:
-        store = SqliteBackend(db)
+        store = SqliteBackend(db, pack_chunks=False)
         try:
             await store.create(header())
             await store.append("s1", [chunk(seq) for seq in range(count)])
@@ -574,7 +577,7 @@ def test_a_streamed_restore_refuses_corrupt_rows_like_the_exact_read(
     _execute(db, sql, *params)
 
     async def go() -> None:
-        store = SessionStore(SqliteBackend(db))
+        store = SessionStore(SqliteBackend(db, pack_chunks=False))
         try:
             with pytest.raises(CorruptSession, match=match):
                 await store.inspect("s1")
@@ -599,7 +602,7 @@ def test_list_skips_an_unreadable_header(db: Path) -> None:
     _execute(db, "UPDATE sessions SET header = '{'")
 
     async def go() -> list[Any]:
-        store = SqliteBackend(db)
+        store = SqliteBackend(db, pack_chunks=False)
         try:
             return await store.list()
         finally:
@@ -620,7 +623,7 @@ def _pragma(db: Path, name: str) -> int:
 
 def test_new_file_gets_identity_pragmas_and_mode(db: Path, backend: SqliteBackend) -> None:
     assert _pragma(db, "application_id") == APPLICATION_ID
-    assert _pragma(db, "user_version") == SCHEMA_VERSION == 2
+    assert _pragma(db, "user_version") == SCHEMA_VERSION == 3
     with raw(db) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert db.stat().st_mode & 0o777 == 0o600
@@ -636,7 +639,7 @@ def test_newer_schema_version_is_refused_untouched(db: Path) -> None:
     _execute(db, f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = db.read_bytes()
     with pytest.raises(UnsupportedFormat, match="newer"):
-        SqliteBackend(db)
+        SqliteBackend(db, pack_chunks=False)
     assert db.read_bytes() == before
 
 
@@ -654,14 +657,14 @@ def test_foreign_databases_are_refused(db: Path, setup: list[str], match: str) -
         for statement in setup:
             conn.execute(statement)
     with pytest.raises(UnsupportedFormat, match=match):
-        SqliteBackend(db)
+        SqliteBackend(db, pack_chunks=False)
 
 
 def test_a_file_that_is_not_sqlite_is_refused_untouched(db: Path) -> None:
     content = b'{"type":"session","version":0}\n' * 200
     db.write_bytes(content)
     with pytest.raises(UnsupportedFormat, match="not an SQLite database"):
-        SqliteBackend(db)
+        SqliteBackend(db, pack_chunks=False)
     assert db.read_bytes() == content
 
 
@@ -669,19 +672,19 @@ def test_older_schema_is_migrated_in_order(db: Path, monkeypatch: pytest.MonkeyP
     _seeded(db, count=2)
     calls: list[int] = []
 
-    def to_3(conn: sqlite3.Connection) -> None:
+    def newer(conn: sqlite3.Connection) -> None:
         calls.append(2)
         conn.execute("ALTER TABLE sessions ADD COLUMN note TEXT")
 
-    def to_4(conn: sqlite3.Connection) -> None:
+    def newest(conn: sqlite3.Connection) -> None:
         calls.append(3)
         conn.execute("UPDATE sessions SET note = 'migrated'")
 
-    migrations: list[Callable[[sqlite3.Connection], None]] = [*sqlite_module._MIGRATIONS, to_3, to_4]
+    migrations: list[Callable[[sqlite3.Connection], None]] = [*sqlite_module._MIGRATIONS, newer, newest]
     monkeypatch.setattr(sqlite_module, "_MIGRATIONS", migrations)
     log = run(_read(db, "s1"))
     assert calls == [2, 3]
-    assert _pragma(db, "user_version") == 4
+    assert _pragma(db, "user_version") == SCHEMA_VERSION + 2
     assert len(log.events) == 2
     with raw(db) as conn:
         assert conn.execute("SELECT note FROM sessions").fetchone() == ("migrated",)
@@ -701,7 +704,7 @@ def test_a_version_1_file_is_migrated_to_a_rowid_events_table_with_every_row(
             before = conn.execute("SELECT * FROM events ORDER BY session_id, seq").fetchall()
         assert "WITHOUT ROWID" in old
     log = run(_read(db, "s1"))
-    assert _pragma(db, "user_version") == SCHEMA_VERSION == 2
+    assert _pragma(db, "user_version") == SCHEMA_VERSION == 3
     assert [event["seq"] for event in log.events] == [0, 1, 2, 3, 4]
     with raw(db) as conn:
         (new,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
@@ -718,7 +721,7 @@ def test_failed_migration_rolls_back(db: Path, monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(sqlite_module, "_MIGRATIONS", [*sqlite_module._MIGRATIONS, broken])
     with pytest.raises(PersistenceFailed):
-        SqliteBackend(db)
+        SqliteBackend(db, pack_chunks=False)
     assert _pragma(db, "user_version") == SCHEMA_VERSION
     with raw(db) as conn:
         assert "note" not in [column[1] for column in conn.execute("PRAGMA table_info(sessions)")]
@@ -729,7 +732,7 @@ def test_failed_migration_rolls_back(db: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_closed_backend_refuses_calls(db: Path) -> None:
     async def go() -> None:
-        store = SqliteBackend(db)
+        store = SqliteBackend(db, pack_chunks=False)
         await store.close()
         await store.close()  # idempotent
         with pytest.raises(StorageError):
@@ -744,3 +747,74 @@ def test_backend_works_across_event_loops(db: Path, backend: SqliteBackend) -> N
     run(backend.create(header()))
     run(backend.append("s1", [chunk(0)]))
     assert run(backend.stored_length("s1")) == 1
+
+
+# -- packed chunk rows ------------------------------------------------------------------------------
+
+
+def _chunky_batch() -> list[Event]:
+    events = [chunk(seq, f"w{seq} ") for seq in range(8)]
+    events.append(Event.create("session/title", 8, 1008, {"title": "between runs"}))
+    for seq in range(9, 13):
+        data = {
+            "turn": 1,
+            "step": 1,
+            "chunk": {"type": "tool-call-delta", "index": 1, "id": "c1", "argumentsDelta": f"{{{seq}"},
+        }
+        events.append(Event.create("assistant/chunk", seq, 1000 + seq, data))
+    events.append(chunk(13, "tail"))
+    return events
+
+
+def test_runs_of_chunks_are_stored_as_packed_rows_and_read_back_exactly(db: Path) -> None:
+    batch = _chunky_batch()
+
+    async def go() -> tuple[StoredLog, list[str]]:
+        store = SqliteBackend(db)
+        try:
+            await store.create(header())
+            await store.append("s1", batch[:13])
+            await store.append("s1", batch[13:])  # a lone chunk: runs never span two batches
+            exact = await store.read_exact("s1")
+            assert await store.stored_length("s1") == len(batch)
+        finally:
+            await store.close()
+        session = SessionStore(SqliteBackend(db))
+        try:
+            restored = await session.inspect("s1")
+        finally:
+            await session.close()
+        return exact, [event.type for event in restored.events]
+
+    exact, restored_types = run(go())
+    assert exact.events == wire(batch)
+    assert restored_types[: len(batch)] == [event.type for event in batch]
+    stored = rows(db, "s1")
+    kinds = [loads(line)["type"] for _, line in stored]
+    assert kinds == ["text-chunks", "session/title", "tool-call-chunks", "assistant/chunk"]
+    assert [seq for seq, _ in stored] == [0, 8, 9, 13]
+
+
+def test_a_damaged_packed_row_is_corruption_both_ways(db: Path) -> None:
+    async def write() -> None:
+        store = SqliteBackend(db)
+        try:
+            await store.create(header())
+            await store.append("s1", [chunk(seq) for seq in range(6)])
+        finally:
+            await store.close()
+
+    run(write())
+    _execute(db, "UPDATE events SET line = replace(line, '\"dt\":[', '\"dt\":[1,') WHERE seq = 0")
+
+    async def read() -> None:
+        store = SessionStore(SqliteBackend(db))
+        try:
+            with pytest.raises(CorruptSession, match="unparsable committed event at seq 0"):
+                await store.inspect("s1")
+        finally:
+            await store.close()
+        with pytest.raises(CorruptSession, match="unparsable committed event at seq 0"):
+            await SqliteBackend(db).read_exact("s1")
+
+    run(read())

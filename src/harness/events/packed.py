@@ -23,7 +23,15 @@ import orjson
 from harness.events.event import Event
 from harness.events.json import MAX_SAFE_INTEGER, dumps
 
-__all__ = ["MIN_PACKED_RUN", "PACKED_ROW_TYPES", "PackedRowError", "expand_row", "is_packed_row", "pack_rows"]
+__all__ = [
+    "MIN_PACKED_RUN",
+    "PACKED_ROW_TYPES",
+    "PackedRowError",
+    "expand_row",
+    "is_packed_row",
+    "pack_records",
+    "pack_rows",
+]
 
 _TEXT_ROWS: Final = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
 PACKED_ROW_TYPES: Final = frozenset({*_TEXT_ROWS, "tool-call-chunks"})
@@ -231,6 +239,35 @@ def _row(run: list[_Member]) -> bytes:
     )
 
 
+def pack_records(events: Sequence[Event]) -> list[tuple[int, str, int, bytes]]:
+    """The storage records of one write batch as ``(seq, type, time, line)``: a packed row
+    gives its first member's seq and time and its row type (``text-chunks`` …), any other
+    event its own. See ``pack_rows`` for the packing rules."""
+    out: list[tuple[int, str, int, bytes]] = []
+    run: list[_Member] = []
+
+    def flush() -> None:
+        if len(run) >= MIN_PACKED_RUN:
+            first = run[0]
+            out.append((first.event.seq, _KIND_ROWS[first.kind], first.event.time, _row(run)))
+        else:
+            out.extend((m.event.seq, m.event.type, m.event.time, m.event.encode()) for m in run)
+        run.clear()
+
+    for event in events:
+        member = _classify(event)
+        if member is None:
+            if run:
+                flush()
+            out.append((event.seq, event.type, event.time, event.encode()))
+            continue
+        if run and not _continues(run[-1], member):
+            flush()
+        run.append(member)
+    flush()
+    return out
+
+
 def pack_rows(events: Sequence[Event]) -> list[bytes]:
     """The storage lines (no newlines) of one write batch (FORMAT §9.2).
 
@@ -241,25 +278,4 @@ def pack_rows(events: Sequence[Event]) -> list[bytes]:
     shape is not exactly whitelisted is written verbatim, so packing never loses
     data. Expanding the rows gives back exactly the events given.
     """
-    out: list[bytes] = []
-    run: list[_Member] = []
-
-    def flush() -> None:
-        if len(run) >= MIN_PACKED_RUN:
-            out.append(_row(run))
-        else:
-            out.extend(member.event.encode() for member in run)
-        run.clear()
-
-    for event in events:
-        member = _classify(event)
-        if member is None:
-            if run:
-                flush()
-            out.append(event.encode())
-            continue
-        if run and not _continues(run[-1], member):
-            flush()
-        run.append(member)
-    flush()
-    return out
+    return [record[3] for record in pack_records(events)]

@@ -15,6 +15,7 @@ from typing import Any
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
 from harness.events.json import loads
+from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
@@ -51,19 +52,39 @@ def header_from_text(
 
 
 def row_events(
-    rows: list[Any], progress: ReadProgress, line_of: Callable[[Any], Any] | None = None
+    rows: list[Any],
+    progress: ReadProgress,
+    length: int,
+    line_of: Callable[[Any], Any] | None = None,
+    *,
+    packed: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Decode ``rows`` (lines, or rows whose line ``line_of`` picks) as events with seqs
-    0, 1, …; each row is dropped from ``rows`` once decoded."""
+    """Decode ``rows`` (lines, or rows whose line ``line_of`` picks) as the events with seqs
+    0 … ``length`` − 1, expanding packed chunk rows when ``packed``; each row is dropped from
+    ``rows`` once decoded."""
+    expected = 0
     for index in range(len(rows)):
         row = rows[index]
         rows[index] = None
         line = row if line_of is None else line_of(row)
         try:
-            event = loads(line)
+            record = loads(line)
         except ValueError:
             raise StreamRejected(f"unparsable row {index}") from None
-        if type(event) is not dict or event.get("seq") != index:
-            raise StreamRejected(f"row {index} does not hold the event with that seq")
+        if type(record) is not dict:
+            raise StreamRejected(f"row {index} is not an object")
+        if packed and record.get("type") in PACKED_ROW_TYPES:
+            try:
+                members = expand_row(record)
+            except PackedRowError:
+                raise StreamRejected(f"row {index} is an invalid packed row") from None
+        else:
+            members = [record]
+        for event in members:
+            if event.get("seq") != expected:
+                raise StreamRejected(f"row {index} does not hold seq {expected}")
+            expected += 1
+            yield event
         progress.done = index + 1
-        yield event
+    if expected != length:
+        raise StreamRejected(f"{expected} events stored where {length} are recorded")

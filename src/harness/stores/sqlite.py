@@ -98,6 +98,7 @@ from harness.errors import (
 )
 from harness.events.event import Event
 from harness.events.json import dumps, loads
+from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row, pack_records
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import (
     ReadProgress,
@@ -187,7 +188,13 @@ def _migrate_to_2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE events_v2 RENAME TO events")
 
 
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2]
+def _migrate_to_3(conn: sqlite3.Connection) -> None:
+    """Nothing to convert: from version 3 an ``events`` row may hold a packed chunk row
+    (FORMAT §9.2; ``seq``/``time`` of its first member, ``type`` the row type), so a harness
+    that predates packing must refuse the file rather than misread it."""
+
+
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_to_1, _migrate_to_2, _migrate_to_3]
 """``_MIGRATIONS[v]`` upgrades schema version ``v`` to ``v + 1`` (0 = an empty file)."""
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
@@ -218,8 +225,11 @@ def _title_of(event: Event) -> bool:
 class SqliteBackend:
     """Sessions in one SQLite database file. See the module docs for the design."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, pack_chunks: bool = True
+    ) -> None:
         self._path = Path(path).absolute()
+        self._pack = pack_chunks
         self._busy_timeout = busy_timeout
         self._pending: dict[str, SessionHeader] = {}
         self._conn: sqlite3.Connection | None = None
@@ -425,11 +435,16 @@ class SqliteBackend:
                 check_batch(session_id, expected, batch)
                 if pending is not None:
                     self._insert_session(conn, key, pending)
+                records = (
+                    pack_records(batch)
+                    if self._pack
+                    else [(event.seq, event.type, event.time, event.encode()) for event in batch]
+                )
                 conn.executemany(
                     _INSERT_EVENT,
                     [
-                        (key, event.seq, _sql_text(event.type), event.time, event.encode().decode("utf-8"))
-                        for event in batch
+                        (key, seq, _sql_text(kind), moment, line.decode("utf-8"))
+                        for seq, kind, moment, line in records
                     ],
                 )
                 title_seq = next((e.seq for e in reversed(batch) if _title_of(e)), None)
@@ -481,11 +496,8 @@ class SqliteBackend:
             return await self.read_exact(session_id)  # it says why there is nothing to read
         progress = ReadProgress(len(rows))
 
-        if len(rows) != length:
-            return await self.read_exact(session_id)  # it names the mismatch
-
         def events() -> Iterator[dict[str, Any]]:
-            return row_events(rows, progress, _first_column)
+            return row_events(rows, progress, length, _first_column, packed=True)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
@@ -530,22 +542,27 @@ class SqliteBackend:
         collector_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            for index, (seq, line) in enumerate(lines):
-                if seq != index:
+            for seq, line in lines:
+                expected = len(events)
+                if seq != expected:
                     raise self._corrupt(
-                        session_id, f"seq gap in committed region: expected seq {index}, found {seq}"
+                        session_id, f"seq gap in committed region: expected seq {expected}, found {seq}"
                     )
                 try:
-                    event = loads(line)
-                except ValueError as error:
+                    record = loads(line)
+                    if type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
+                        members = expand_row(record)
+                    else:
+                        members = [record]
+                except (ValueError, PackedRowError) as error:
                     raise self._corrupt(
                         session_id, f"unparsable committed event at seq {seq}: {error}"
                     ) from None
-                if not isinstance(event, dict) or event.get("seq") != seq:
+                if not isinstance(members[0], dict) or members[0].get("seq") != seq:
                     raise self._corrupt(
                         session_id, f"event row at seq {seq} does not hold the event with that seq"
                     )
-                events.append(event)
+                events.extend(members)
         finally:
             if collector_was_enabled:
                 gc.enable()

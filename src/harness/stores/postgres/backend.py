@@ -393,7 +393,7 @@ class PostgresBackend:
         rows = lines
 
         def events() -> Iterator[dict[str, Any]]:
-            return row_events(rows, progress)
+            return row_events(rows, progress, length)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
