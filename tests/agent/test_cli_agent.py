@@ -293,3 +293,30 @@ def stored_id(path: Path) -> str:
     from harness.stores.jsonl.reader import read_log_file
 
     return read_log_file(str(path)).header.id
+
+
+def test_chat_streams_turns_until_exit_and_compacts_on_request(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    answers = iter(["First answer.", "Second answer."])
+
+    def reply(request: Any) -> Reply:
+        if request.header("x-deepseek-harness-compact") == "1":
+            return Reply.text("## Summary\nThe user said hello; the agent answered.")
+        return Reply.text(next(answers))
+
+    with FakeDeepSeek([reply, reply, reply], api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = CliRunner().invoke(
+            app,
+            ["--root", str(root), "chat", "-w", str(env)],
+            input="hello\n\n/compact\nagain\n/exit\n",
+            catch_exceptions=False,
+        )
+    assert result.exit_code == 0, result.output
+    assert "First answer." in result.output and "Second answer." in result.output
+    assert "compacted" in result.output  # the one user/assistant pair became a checkpoint
+    (log,) = root.rglob("session.jsonl.zstd")
+    session = stored(root, stored_id(log))
+    assert [e.data["reason"]["kind"] for e in session.events if e.type == "turn/end"] == ["completed"] * 2
