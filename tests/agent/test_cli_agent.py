@@ -299,24 +299,25 @@ def test_chat_streams_turns_until_exit_and_compacts_on_request(
     env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "sessions"
-    answers = iter(["First answer.", "Second answer."])
+    answers = iter(["First answer. " + "Some detail. " * 200, "More. " + "Detail. " * 200, "Third answer."])
 
     def reply(request: Any) -> Reply:
         if request.header("x-deepseek-harness-compact") == "1":
             return Reply.text("## Summary\nThe user said hello; the agent answered.")
         return Reply.text(next(answers))
 
-    with FakeDeepSeek([reply, reply, reply], api_key=KEY) as server:
+    with FakeDeepSeek([reply] * 4, api_key=KEY) as server:
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         result = CliRunner().invoke(
             app,
             ["--root", str(root), "chat", "-w", str(env)],
-            input="hello\n\n/compact\nagain\n/exit\n",
+            input="hello\nmore\n\n/compact\nagain\n/exit\n",
             catch_exceptions=False,
         )
     assert result.exit_code == 0, result.output
-    assert "First answer." in result.output and "Second answer." in result.output
-    assert "compacted" in result.output  # the one user/assistant pair became a checkpoint
+    assert "First answer." in result.output and "Third answer." in result.output
+    assert "compacted" in " ".join(result.output.split()), result.output
     (log,) = root.rglob("session.jsonl.zstd")
     session = stored(root, stored_id(log))
-    assert [e.data["reason"]["kind"] for e in session.events if e.type == "turn/end"] == ["completed"] * 2
+    assert [e.data["reason"]["kind"] for e in session.events if e.type == "turn/end"] == ["completed"] * 3
+    assert session.surface.replace_generation == 1
