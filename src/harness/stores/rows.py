@@ -19,7 +19,7 @@ from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
-__all__ = ["header_from_text", "row_events"]
+__all__ = ["header_from_text", "row_events", "title_from_line"]
 
 
 def header_from_text(
@@ -88,3 +88,16 @@ def row_events(
         progress.done = index + 1
     if expected != length:
         raise StreamRejected(f"{expected} events stored where {length} are recorded")
+
+
+def title_from_line(line: object) -> str | None:
+    """The title a stored ``session/title`` line sets (``list()``), or ``None``."""
+    if line is None:
+        return None
+    try:
+        event = loads(line) if isinstance(line, str | bytes) else None
+    except ValueError:
+        return None
+    data = event.get("data") if isinstance(event, dict) else None
+    value = data.get("title") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None

@@ -108,7 +108,7 @@ from harness.stores.backend import (
     check_batch,
 )
 from harness.stores.ids import check_session_id
-from harness.stores.rows import header_from_text, row_events
+from harness.stores.rows import header_from_text, row_events, title_from_line
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -608,14 +608,7 @@ class SqliteBackend:
             except StorageError as error:
                 log.warning("skipping session %r in %s: %s", session_id, location, error)
                 continue
-            title: str | None = None
-            if title_line is not None:
-                try:
-                    data = loads(title_line).get("data")
-                    value = data.get("title") if isinstance(data, dict) else None
-                except (ValueError, AttributeError):
-                    value = None
-                title = value if isinstance(value, str) else None
+            title = title_from_line(title_line)
             out.append(
                 SessionInfo(
                     id=header.id,

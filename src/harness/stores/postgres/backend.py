@@ -83,7 +83,7 @@ from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
-from harness.stores.rows import row_events
+from harness.stores.rows import row_events, title_from_line
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresBackend"]
 
@@ -448,12 +448,7 @@ class PostgresBackend:
             except StorageError as error:
                 log.warning("skipping session %r in %s: %s", session_id, self._where, error)
                 continue
-            title: str | None = None
-            if title_line is not None:
-                event = _loads_or_none(title_line)
-                data = event.get("data") if isinstance(event, dict) else None
-                value = data.get("title") if isinstance(data, dict) else None
-                title = value if isinstance(value, str) else None
+            title = title_from_line(title_line)
             out.append(
                 SessionInfo(
                     id=header.id,
