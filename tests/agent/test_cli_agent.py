@@ -321,3 +321,19 @@ def test_chat_streams_turns_until_exit_and_compacts_on_request(
     session = stored(root, stored_id(log))
     assert [e.data["reason"]["kind"] for e in session.events if e.type == "turn/end"] == ["completed"] * 3
     assert session.surface.replace_generation == 1
+
+
+def test_effort_reaches_the_header_and_the_request(
+    env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    with FakeDeepSeek([Reply.text("Quick.")], api_key=KEY) as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = cli(root, "run", "quick one", "-w", str(env), "--effort", "off", "--json")
+        body = server.requests[0].body
+    assert result.exit_code == 0, result.output
+    assert body["thinking"] == {"type": "disabled"} and "reasoning_effort" not in body
+    session = stored(root, json.loads(result.stdout.strip().splitlines()[-1])["session"])
+    header = next(e for e in session.events if e.type == "request/header").data["header"]
+    assert header["config"]["reasoningEffort"] == "off"
+    assert "reasoningEffort" not in header.get("adapterDefaults", {})

@@ -139,13 +139,14 @@ async def _run_turns(
     context: list[dict[str, Any]] | None = None,
     provider: Provider | None = None,
     tools: list[Tool] | None = None,
+    effort: str | None = None,
 ) -> TurnOutcome | None:
     provider = provider or _provider()
     agent = Agent(
         session,
         provider,
         tools if tools is not None else _tools(),
-        AgentSettings(model=model, system=system_prompt(workspace)),
+        AgentSettings(model=model, system=system_prompt(workspace), reasoning_effort=effort),
         workspace=workspace,
         checkpoint=store.flush,
         approver=approver,
@@ -218,6 +219,9 @@ def run(
     ctx: typer.Context,
     task: str = typer.Argument(..., help="What the agent should do."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
+    effort: str | None = typer.Option(
+        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
+    ),
     workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
     session_id: str | None = typer.Option(None, "--session", help="Continue this stored session."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow every world-changing tool call."),
@@ -233,7 +237,14 @@ def run(
             session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
             approver = _approver(yes, False, console)
             outcome = await _run_turns(
-                store, session, [task], model=model, workspace=root, approver=approver, console=console
+                store,
+                session,
+                [task],
+                model=model,
+                workspace=root,
+                approver=approver,
+                console=console,
+                effort=effort,
             )
             return session, outcome
         finally:
@@ -258,6 +269,9 @@ def resume(
     session_id: str = typer.Argument(..., metavar="ID"),
     prompt: str = typer.Argument(RESUME_PROMPT, help="The message that continues the session."),
     model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
+    effort: str | None = typer.Option(
+        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
+    ),
     workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Continue past blocking findings and allow world-changing calls."
@@ -302,6 +316,7 @@ def resume(
                 context=[dict(drift)] if drift is not None else None,
                 provider=provider,
                 tools=tools,
+                effort=effort,
             )
             return session, outcome, report.to_json()
         finally:
@@ -366,6 +381,9 @@ def check(
 def chat(
     ctx: typer.Context,
     model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
+    effort: str | None = typer.Option(
+        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
+    ),
     workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
     session_id: str | None = typer.Option(None, "--session", help="Continue this stored session."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Allow every world-changing tool call."),
@@ -394,7 +412,14 @@ def chat(
                     await _chat_compact(session, store, model, console)
                     continue
                 await _run_turns(
-                    store, session, [text], model=model, workspace=root, approver=approver, console=console
+                    store,
+                    session,
+                    [text],
+                    model=model,
+                    workspace=root,
+                    approver=approver,
+                    console=console,
+                    effort=effort,
                 )
             return session
         finally:
