@@ -289,6 +289,21 @@ def test_resume_tells_the_model_what_changed_in_the_workspace(
     assert len(notes) == 1 and "notes.txt" in (notes[0].text or "")
 
 
+def _logged_text(root: Path) -> bool:
+    """True once a stored session holds a text delta (the write-behind wrote it)."""
+    from harness.stores.jsonl.reader import read_session_file
+
+    for log in root.rglob("session.jsonl.zstd"):
+        try:
+            session = read_session_file(str(log))
+        except harness.HarnessError:
+            return False
+        return any(
+            e.type == "assistant/chunk" and e.data["chunk"]["type"] == "text-delta" for e in session.events
+        )
+    return False
+
+
 def stored_id(path: Path) -> str:
     from harness.stores.jsonl.reader import read_log_file
 
@@ -337,3 +352,30 @@ def test_effort_reaches_the_header_and_the_request(
     header = next(e for e in session.events if e.type == "request/header").data["header"]
     assert header["config"]["reasoningEffort"] == "off"
     assert "reasoningEffort" not in header.get("adapterDefaults", {})
+
+
+def test_ctrl_c_saves_the_delivered_prefix_and_ends_the_turn_aborted(env: Path, tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    with FakeDeepSeek([Reply.hang("Half an answer, then")], api_key=KEY) as server:
+        child_env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": KEY}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "harness", "--root", str(root), "run", "explain", "-w", str(env)],
+            env=child_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            _wait_for(lambda: _logged_text(root))  # the deltas before the hang reached the log
+            child.send_signal(signal.SIGINT)
+            out, _ = child.communicate(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+    assert child.returncode == 1, out
+    (log,) = root.rglob("session.jsonl.zstd")
+    session = stored(root, stored_id(log))
+    message = next(e for e in session.events if e.type == "assistant/message")
+    assert message.data["interrupted"] is True
+    assert message.data["message"]["content"] == [{"type": "text", "text": "Half an answer, then"}]
+    end = next(e for e in session.events if e.type == "turn/end")
+    assert end.data["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
