@@ -170,7 +170,10 @@ class Agent:
         self._cancel = cancel
         turn = _next_turn(session.events)
         if self.record_baseline:  # log-only, so it sits between turns
-            await asyncio.to_thread(capture_baseline_event, session, self.workspace)
+            # git runs in a worker thread; the append happens here, on the loop's thread
+            # (sessions and their observers are not thread-safe).
+            baseline = await asyncio.to_thread(capture_baseline, self.workspace)
+            session.append(WORKSPACE_BASELINE, baseline, ignorable=True)
         session.append("turn/start", {"turn": turn})
         try:
             reason = await self._steps(turn, [*context, _user_message(prompt)], cancel)
@@ -502,11 +505,6 @@ class Agent:
 
 
 _ABORTED: dict[str, str] = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
-
-
-def capture_baseline_event(session: Session, workspace: Path) -> None:
-    """Append the log-only ``workspace/baseline`` event (git runs here: call it off the loop)."""
-    session.append(WORKSPACE_BASELINE, capture_baseline(workspace), ignorable=True)
 
 
 def _error_reason(message: str, code: str) -> dict[str, Any]:
