@@ -340,3 +340,17 @@ def test_context_window_exceeded_without_a_summarizer_ends_the_turn() -> None:
     loop, _ = agent(session, [error_reply("CONTEXT_WINDOW_EXCEEDED")])
     outcome = run(loop.run_turn("hi"))
     assert outcome.reason["error"]["code"] == "CONTEXT_WINDOW_EXCEEDED"
+
+
+def test_the_policy_tracker_follows_a_growing_log_like_the_full_scan() -> None:
+    from harness.agent.approval import PolicyTracker, policy_in_force
+
+    session = harness.Session.create()
+    tracker = PolicyTracker()
+    assert tracker.current(session.events) == "ask"
+    for policy in ("never", "bogus", "ask", "never"):
+        session.append("approval/policy", {"policy": policy})
+        session.append("session/title", {"title": "between"})
+        assert tracker.current(session.events) == policy_in_force(session.events)
+    assert tracker.current(session.events) == "never"
+    assert tracker.current(harness.Session.create().events) == "ask"  # another log: starts over

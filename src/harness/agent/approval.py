@@ -9,7 +9,15 @@ import msgspec
 
 from harness.events.event import Event
 
-__all__ = ["ApprovalOutcome", "ApprovalRequest", "Approver", "FixedApprover", "Policy", "policy_in_force"]
+__all__ = [
+    "ApprovalOutcome",
+    "ApprovalRequest",
+    "Approver",
+    "FixedApprover",
+    "Policy",
+    "PolicyTracker",
+    "policy_in_force",
+]
 
 ApprovalOutcome = Literal["allowed-once", "rejected", "cancelled", "unavailable"]
 Policy = Literal["ask", "never"]
@@ -43,15 +51,38 @@ class FixedApprover:
         return self.outcome
 
 
+def _policy_of(event: Event) -> Policy | None:
+    data = event.data
+    policy = data.get("policy") if isinstance(data, Mapping) else None
+    return policy if policy in ("ask", "never") else None
+
+
 def policy_in_force(events: Sequence[Event]) -> Policy:
     """The policy of the latest ``approval/policy`` event (``ask`` when there is none)."""
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
         if event.type == "approval/policy":
-            data = event.data
-            policy = data.get("policy") if isinstance(data, Mapping) else None
-            if policy == "never":
-                return "never"
-            if policy == "ask":
-                return "ask"
+            policy = _policy_of(event)
+            if policy is not None:
+                return policy
     return "ask"
+
+
+class PolicyTracker:
+    """``policy_in_force`` folded incrementally: each call reads only the events appended
+    since the last one (a loop asks before every world-changing call)."""
+
+    def __init__(self) -> None:
+        self._upto = 0
+        self._policy: Policy = "ask"
+
+    def current(self, events: Sequence[Event]) -> Policy:
+        """The policy in force at the end of ``events`` (the same growing log each call)."""
+        if len(events) < self._upto:  # not the log this tracker followed: start over
+            self._upto, self._policy = 0, "ask"
+        for index in range(self._upto, len(events)):
+            event = events[index]
+            if event.type == "approval/policy":
+                self._policy = _policy_of(event) or self._policy
+        self._upto = len(events)
+        return self._policy

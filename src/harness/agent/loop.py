@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from harness.agent.approval import ApprovalRequest, Approver, FixedApprover, policy_in_force
+from harness.agent.approval import ApprovalRequest, Approver, FixedApprover, PolicyTracker
 from harness.agent.assembly import StreamAssembly
 from harness.compaction import (
     CompactionPolicy,
@@ -126,6 +126,7 @@ class Agent:
         self._first_request = True
         self._cancel: asyncio.Event | None = None
         self.record_baseline = record_baseline
+        self._policy = PolicyTracker()
         self.summarizer = summarizer
         self.compaction = compaction or CompactionPolicy()
         self._overflow = OverflowRecovery(self.compaction)
@@ -438,7 +439,7 @@ class Agent:
             known = ", ".join(sorted(self._tools)) or "none"
             text = f"There is no tool named {call['name']!r} (tools: {known})."
             return ToolOutcome(text, is_error=True), {"name": "ToolError", "code": "UNKNOWN_TOOL"}
-        if tool.changes_world and policy_in_force(self.session.events) == "ask":
+        if tool.changes_world and self._policy.current(self.session.events) == "ask":
             outcome = await self._ask(tool, call)
             if outcome != "allowed-once":
                 text = APPROVAL_DENIED_TEXT.format(outcome=outcome)

@@ -9,17 +9,18 @@ rejects (``StreamRejected``) anything but an object carrying its row's seq.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
+from harness.events.event import Event
 from harness.events.json import loads
 from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
-__all__ = ["header_from_text", "row_events", "title_from_line"]
+__all__ = ["decode_row", "header_from_text", "row_events", "title_from_line", "title_seq"]
 
 
 def header_from_text(
@@ -49,6 +50,35 @@ def header_from_text(
         return validate_header(raw, session_id)
     except InvalidHeader as error:
         raise corrupt(f"invalid session header: {error}") from None
+
+
+def decode_row(
+    line: Any, seq: int, corrupt: Callable[[str], CorruptSession], *, packed: bool = False
+) -> list[dict[str, Any]]:
+    """The events the stored row at ``seq`` holds: its event, or a packed row's members
+    when ``packed``. ``corrupt(detail)`` makes the error for a damaged row (the exact read)."""
+    try:
+        record = loads(line)
+        if packed and type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
+            members = expand_row(record)
+        else:
+            members = [record]
+    except (ValueError, PackedRowError) as error:
+        raise corrupt(f"unparsable committed event at seq {seq}: {error}") from None
+    first = members[0]
+    if type(first) is not dict or first.get("seq") != seq:
+        raise corrupt(f"the event row at seq {seq} does not hold the event with that seq")
+    return members
+
+
+def title_seq(batch: Sequence[Event]) -> int | None:
+    """The seq of the last event of ``batch`` that sets the title ``list()`` reports."""
+    for event in reversed(batch):
+        if event.type == "session/title":
+            data = event.data
+            if isinstance(data, Mapping) and isinstance(data.get("title"), str):
+                return event.seq
+    return None
 
 
 def row_events(

@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import gc
 import logging
 import os
 import sqlite3
@@ -96,9 +95,10 @@ from harness.errors import (
     StorageError,
     UnsupportedFormat,
 )
+from harness.events.collector import collector_paused
 from harness.events.event import Event
-from harness.events.json import dumps, loads
-from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row, pack_records
+from harness.events.json import dumps
+from harness.events.packed import pack_records
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import (
     ReadProgress,
@@ -108,7 +108,7 @@ from harness.stores.backend import (
     check_batch,
 )
 from harness.stores.ids import check_session_id
-from harness.stores.rows import header_from_text, row_events, title_from_line
+from harness.stores.rows import decode_row, header_from_text, row_events, title_from_line, title_seq
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -212,14 +212,6 @@ def _sql_text(value: str) -> _Key:
 
 def _sql_optional(value: str | None) -> _Key | None:
     return None if value is None else _sql_text(value)
-
-
-def _title_of(event: Event) -> bool:
-    """True when ``event`` sets a title ``list()`` reports (as ``summarize`` picks it)."""
-    if event.type != "session/title":
-        return False
-    data = event.data
-    return isinstance(data, dict) and isinstance(data.get("title"), str)
 
 
 class SqliteBackend:
@@ -447,11 +439,11 @@ class SqliteBackend:
                         for seq, kind, moment, line in records
                     ],
                 )
-                title_seq = next((e.seq for e in reversed(batch) if _title_of(e)), None)
+                title = title_seq(batch)
                 conn.execute(
                     "UPDATE sessions SET length = ?, last_time = ?, title_seq = coalesce(?, title_seq) "
                     "WHERE id = ?",
-                    (expected + len(batch), batch[-1].time, title_seq, key),
+                    (expected + len(batch), batch[-1].time, title, key),
                 )
                 conn.execute("COMMIT")
             except BaseException:
@@ -537,35 +529,15 @@ class SqliteBackend:
 
     def _decode(self, session_id: str, lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
-        # Decoding makes many acyclic containers; the cyclic collector would rescan the
-        # growing heap again and again for nothing (as Session restore does).
-        collector_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             for seq, line in lines:
-                expected = len(events)
-                if seq != expected:
+                if seq != len(events):
                     raise self._corrupt(
-                        session_id, f"seq gap in committed region: expected seq {expected}, found {seq}"
+                        session_id, f"seq gap in committed region: expected seq {len(events)}, found {seq}"
                     )
-                try:
-                    record = loads(line)
-                    if type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
-                        members = expand_row(record)
-                    else:
-                        members = [record]
-                except (ValueError, PackedRowError) as error:
-                    raise self._corrupt(
-                        session_id, f"unparsable committed event at seq {seq}: {error}"
-                    ) from None
-                if not isinstance(members[0], dict) or members[0].get("seq") != seq:
-                    raise self._corrupt(
-                        session_id, f"event row at seq {seq} does not hold the event with that seq"
-                    )
-                events.extend(members)
-        finally:
-            if collector_was_enabled:
-                gc.enable()
+                events.extend(
+                    decode_row(line, seq, lambda detail: self._corrupt(session_id, detail), packed=True)
+                )
         return events
 
     def _header(self, session_id: str, text: object) -> SessionHeader:

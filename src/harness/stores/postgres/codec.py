@@ -12,18 +12,18 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import CorruptSession
+from harness.events.collector import collector_paused
 from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import APPEND, Event, Replace, SurfaceOp
 from harness.events.json import dumps, dumps_kept, loads
 from harness.session.header import SessionHeader
-from harness.stores.rows import header_from_text
+from harness.stores.rows import decode_row, header_from_text, title_seq
 
 __all__ = [
     "corrupt",
@@ -80,39 +80,10 @@ def decode_lines(
 ) -> list[dict[str, Any]]:
     """Decode stored lines in seq order; each must be an object carrying its position's seq."""
     events: list[dict[str, Any]] = []
-    # Decoding makes many acyclic containers; the cyclic collector would rescan the
-    # growing heap again and again for nothing.
-    collector_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        seq = first_seq
-        for line in lines:
-            try:
-                event = loads(line)
-            except ValueError as error:
-                raise corrupt(
-                    session_id, where, f"unparsable committed event at seq {seq}: {error}"
-                ) from None
-            if type(event) is not dict or event.get("seq") != seq:
-                raise corrupt(
-                    session_id, where, f"the event row at seq {seq} does not hold the event with that seq"
-                )
-            events.append(event)
-            seq += 1
-    finally:
-        if collector_was_enabled:
-            gc.enable()
+    with collector_paused():
+        for seq, line in enumerate(lines, first_seq):
+            events.extend(decode_row(line, seq, lambda detail: corrupt(session_id, where, detail)))
     return events
-
-
-def title_seq(batch: Sequence[Event]) -> int | None:
-    """The seq of the last event of ``batch`` that sets a title ``list()`` reports."""
-    for event in reversed(batch):
-        if event.type == "session/title":
-            data = event.data
-            if isinstance(data, Mapping) and isinstance(data.get("title"), str):
-                return event.seq
-    return None
 
 
 def event_from_wire(session_id: str, obj: dict[str, Any], where: str) -> Event:

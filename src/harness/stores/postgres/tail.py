@@ -30,11 +30,11 @@ from psycopg import sql
 
 from harness.errors import SessionNotFound, StorageError
 from harness.events.event import Event
-from harness.events.json import loads
 from harness.stores.postgres.codec import corrupt, db_text, event_from_wire, notify_channel
 from harness.stores.postgres.conninfo import scrub, where
 from harness.stores.postgres.errors import is_connection_error
 from harness.stores.postgres.queries import Queries
+from harness.stores.rows import decode_row
 
 __all__ = ["PAGE", "tail_session"]
 
@@ -92,16 +92,9 @@ async def tail_session(
                     page = await (await conn.execute(queries.tail_lines, (key, cursor, PAGE))).fetchall()
                     outage, delay = None, 0.05
                     for (line,) in page:
-                        try:
-                            obj = loads(line)
-                        except ValueError as error:
-                            raise corrupt(
-                                session_id, location, f"unparsable event at seq {cursor}: {error}"
-                            ) from None
-                        if type(obj) is not dict or obj.get("seq") != cursor:
-                            raise corrupt(
-                                session_id, location, f"the event row at seq {cursor} does not hold that seq"
-                            )
+                        (obj,) = decode_row(
+                            line, cursor, lambda detail: corrupt(session_id, location, detail)
+                        )
                         event = event_from_wire(session_id, obj, location)
                         yield event
                         cursor += 1
