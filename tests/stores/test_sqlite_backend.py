@@ -818,3 +818,16 @@ def test_a_damaged_packed_row_is_corruption_both_ways(db: Path) -> None:
             await SqliteBackend(db).read_exact("s1")
 
     run(read())
+
+
+def test_a_packed_row_holds_at_most_the_member_and_size_caps() -> None:
+    from harness.events.packed import expand_row, pack_records
+
+    events = [chunk(seq, "x" * 10) for seq in range(2500)]
+    records = pack_records(events, max_members=1024)
+    assert [len(expand_row(loads(line))) for _, _, _, line in records] == [1024, 1024, 452]
+    assert [seq for seq, _, _, _ in records] == [0, 1024, 2048]
+    by_size = pack_records(events, max_bytes=1000)  # 100 pieces of 10 characters per row
+    assert all(len(expand_row(loads(line))) == 100 for _, _, _, line in by_size)
+    expanded = [event for _, _, _, line in by_size for event in expand_row(loads(line))]
+    assert expanded == wire(events)

@@ -239,20 +239,26 @@ def _row(run: list[_Member]) -> bytes:
     )
 
 
-def pack_records(events: Sequence[Event]) -> list[tuple[int, str, int, bytes]]:
+def pack_records(
+    events: Sequence[Event], *, max_members: int | None = None, max_bytes: int | None = None
+) -> list[tuple[int, str, int, bytes]]:
     """The storage records of one write batch as ``(seq, type, time, line)``: a packed row
     gives its first member's seq and time and its row type (``text-chunks`` …), any other
-    event its own. See ``pack_rows`` for the packing rules."""
+    event its own. See ``pack_rows`` for the packing rules. ``max_members`` and
+    ``max_bytes`` (of the members' text) cap one row; a longer run continues in the next."""
     out: list[tuple[int, str, int, bytes]] = []
     run: list[_Member] = []
+    size = 0
 
     def flush() -> None:
+        nonlocal size
         if len(run) >= MIN_PACKED_RUN:
             first = run[0]
             out.append((first.event.seq, _KIND_ROWS[first.kind], first.event.time, _row(run)))
         else:
             out.extend((m.event.seq, m.event.type, m.event.time, m.event.encode()) for m in run)
         run.clear()
+        size = 0
 
     for event in events:
         member = _classify(event)
@@ -261,9 +267,14 @@ def pack_records(events: Sequence[Event]) -> list[tuple[int, str, int, bytes]]:
                 flush()
             out.append((event.seq, event.type, event.time, event.encode()))
             continue
-        if run and not _continues(run[-1], member):
+        if run and (
+            not _continues(run[-1], member)
+            or (max_members is not None and len(run) >= max_members)
+            or (max_bytes is not None and size + len(member.piece) > max_bytes)
+        ):
             flush()
         run.append(member)
+        size += len(member.piece)
     flush()
     return out
 

@@ -120,6 +120,9 @@ DSH_APPLICATION_ID: Final = 0x44534850
 _SQLITE_NOTADB: Final = 26
 
 _T = TypeVar("_T")
+# One packed row holds at most this many chunks and this much text (FORMAT §9.8's limits).
+_PACKED_MEMBERS: Final = 1024
+_PACKED_BYTES: Final = 1 << 20
 _SELECT_ROWS: Final = "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq"
 # The stream takes the lines as bytes (the cast is free in SQLite) and checks seqs in the JSON.
 _SELECT_LINES: Final = "SELECT CAST(line AS BLOB) FROM events WHERE session_id = ? ORDER BY seq"
@@ -428,7 +431,7 @@ class SqliteBackend:
                 if pending is not None:
                     self._insert_session(conn, key, pending)
                 records = (
-                    pack_records(batch)
+                    pack_records(batch, max_members=_PACKED_MEMBERS, max_bytes=_PACKED_BYTES)
                     if self._pack
                     else [(event.seq, event.type, event.time, event.encode()) for event in batch]
                 )
