@@ -36,6 +36,9 @@ def wire(session: harness.Session) -> list[dict[str, Any]]:
     return [loads(event.encode()) for event in session.events]
 
 
+CHUNK = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
+
+
 def one_turn(session: harness.Session, turn: int = 1, *, close: bool = True) -> None:
     session.append("turn/start", {"turn": turn})
     session.append("step/start", {"turn": turn, "step": 1})
@@ -354,6 +357,55 @@ class StoreContract:
             await store.flush(session)
             check = await SessionStore(self.second_backend(tmp_path, backend.inner)).inspect(session.id)
             assert wire(check)[: len(session.events)] == wire(session)
+            await store.close()
+
+        run(scenario())
+
+    # ---- cancellation ----------------------------------------------------------------
+
+    def test_a_cancelled_flush_loses_nothing(self, tmp_path: Path) -> None:
+        """Cancelling a flush (a timeout, a cancelled task) cancels the wait, not the write."""
+
+        async def scenario() -> None:
+            backend = self.make_backend(tmp_path)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            session.append("turn/start", {"turn": 1})
+            await store.flush(session)
+            for delay in (None, 0.0, 0.0001, 0.0005, 0.002):
+                for _ in range(5):
+                    session.append("assistant/chunk", CHUNK)
+                waiter = asyncio.ensure_future(store.flush(session))
+                if delay is not None:
+                    await asyncio.sleep(delay)
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
+            with contextlib.suppress(TimeoutError):
+                session.append("assistant/chunk", CHUNK)
+                await asyncio.wait_for(store.flush(session), timeout=0)
+            await store.flush(session)
+            assert store.pending(session) == 0
+            assert await backend.stored_length(session.id) == len(session.events)
+            check = await SessionStore(self.second_backend(tmp_path, backend)).inspect(session.id)
+            assert wire(check)[: len(session.events)] == wire(session)  # then the open turn's closers
+            await store.close()
+
+        run(scenario())
+
+    def test_cancelling_one_flusher_leaves_the_others_waiting_for_the_write(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            backend = self._faulty(tmp_path, delay_s=0.05)
+            store = SessionStore(backend, write_window_s=10)
+            session = await store.create()
+            one_turn(session)
+            first = asyncio.ensure_future(store.flush(session))
+            second = asyncio.ensure_future(store.flush(session))
+            await asyncio.sleep(0.01)
+            first.cancel()
+            await second  # not cancelled: it returns once the shared write is durable
+            assert first.cancelled()
+            assert await backend.stored_length(session.id) == len(session.events)
             await store.close()
 
         run(scenario())

@@ -9,9 +9,12 @@ write is logged, its batch goes back to the front of the queue, and writing
 pauses until a new event re-arms the window or someone flushes.
 
 ``flush()`` cancels the timer, waits for the running write and drains the queue
-to empty; concurrent flushes share one barrier. It returns only when every event
+to empty; concurrent flushes share one drain. It returns only when every event
 appended before the call is durable, and raises ``PersistenceFailed`` (keeping the
-events queued) otherwise. After a failure whose outcome is unknown, the next
+events queued) otherwise. Writes and the drain run as tasks of their own that
+callers only wait for: cancelling a flush (a timeout, a cancelled task) stops the
+wait, never a write halfway, so no batch is dropped and no backend call is cut
+short while its thread or server goes on. After a failure whose outcome is unknown, the next
 attempt first asks the backend how much it holds and drops the events it already
 committed (after checking they are the same), so a retry never duplicates or loses.
 """
@@ -60,7 +63,7 @@ class WriteBehind:
         self._writing: asyncio.Task[None] | None = None
         self._write_after_current = False
         self._uncertain = False
-        self._barrier: asyncio.Future[None] | None = None
+        self._drain: asyncio.Task[None] | None = None
         self._closed = False
         self.last_error: BaseException | None = None
 
@@ -95,7 +98,7 @@ class WriteBehind:
         self._start_background_write()
 
     def _start_background_write(self) -> None:
-        if not self._queue or self._barrier is not None:
+        if not self._queue or self._drain is not None:
             return
         self._writing = self._loop.create_task(self._background_write())
 
@@ -106,7 +109,7 @@ class WriteBehind:
             logger.warning("session %s: background write failed, batch kept for retry: %s", self._id, error)
         finally:
             self._writing = None
-        if self._write_after_current and self._barrier is None:
+        if self._write_after_current and self._drain is None:
             self._write_after_current = False
             self._start_background_write()
 
@@ -146,6 +149,11 @@ class WriteBehind:
         except SessionConflict:
             self._queue = batch + self._queue
             raise
+        except asyncio.CancelledError:
+            # Only when the loop itself tears the task down; the write may have landed.
+            self._queue = batch + self._queue
+            self._uncertain = True
+            raise
         except Exception as error:
             self._queue = batch + self._queue
             self._uncertain = not isinstance(error, PersistenceFailed)
@@ -160,11 +168,14 @@ class WriteBehind:
 
     async def flush(self) -> None:
         """Return when every event appended before this call is durable."""
-        if self._barrier is not None:
-            await asyncio.shield(self._barrier)
-            return
-        barrier: asyncio.Future[None] = self._loop.create_future()
-        self._barrier = barrier
+        drain = self._drain
+        if drain is None:
+            drain = self._drain = self._loop.create_task(self._drain_queue())
+            drain.add_done_callback(_retrieve)
+        await asyncio.shield(drain)
+
+    async def _drain_queue(self) -> None:
+        """Write until the queue is empty (what every waiting ``flush`` shares)."""
         try:
             if self._timer is not None:
                 self._timer.cancel()
@@ -177,14 +188,8 @@ class WriteBehind:
                 if not self._queue:
                     break
                 await self._write_queue()
-        except BaseException as error:
-            barrier.set_exception(error)
-            barrier.exception()  # mark retrieved: the first caller re-raises it
-            raise
-        else:
-            barrier.set_result(None)
         finally:
-            self._barrier = None
+            self._drain = None
 
     async def close(self) -> None:
         """Flush, then stop accepting events."""
@@ -199,3 +204,10 @@ class WriteBehind:
     def queued(self) -> Sequence[Event]:
         """The events not yet durable (read-only copy)."""
         return tuple(self._queue)
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark a drain's failure as seen: its waiters may all have been cancelled, and the
+    failure is kept anyway (``last_error``, the events stay queued)."""
+    if not task.cancelled():
+        task.exception()
