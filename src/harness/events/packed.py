@@ -15,8 +15,9 @@ verbatim line. Packing is per batch, so a run never spans two writes.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import orjson
 
@@ -108,56 +109,40 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
 MIN_PACKED_RUN: Final = 3
 """Fewest adjacent chunks that pack into one row (a format constant, FORMAT §9.2)."""
 
-_KIND_ROWS: Final = {
-    "text-delta": "text-chunks",
-    "reasoning-delta": "reasoning-chunks",
-    "tool-call-delta": "tool-call-chunks",
+_ROW_TAGS: Final = {
+    b"text-delta": b"text-chunks",
+    b"reasoning-delta": b"reasoning-chunks",
+    b"tool-call-delta": b"tool-call-chunks",
 }
 _TEXT_CHUNK_KEYS: Final = frozenset({"type", "index", "text"})
 _TOOL_CHUNK_KEYS: Final = frozenset({"type", "index", "id", "argumentsDelta"})
 _TOOL_CHUNK_KEYS_NAMED: Final = _TOOL_CHUNK_KEYS | {"name"}
 _NUMBERS: Final = (int, float)
-_NO_NAME: Final = object()
+
+# The shapes harness itself writes, matched on the data's bytes so that packing a
+# batch decodes nothing. Integers of at most 15 digits are safe (< 2^53); a JSON
+# string literal is kept as it is and copied into the row. Any other spelling
+# (floats, negative numbers, another key order, longer integers) takes the decoding path.
+_INT: Final = rb"(0|[1-9][0-9]{0,14})"
+_STR: Final = rb'("[^"\\]*(?:\\.[^"\\]*)*")'
+_TEXT_SHAPE: Final = re.compile(
+    rb'\{"turn":' + _INT + rb',"step":' + _INT + rb',"chunk":\{"type":"(text-delta|reasoning-delta)"'
+    rb',"index":' + _INT + rb',"text":' + _STR + rb"\}\}"
+)
+_TOOL_SHAPE: Final = re.compile(
+    rb'\{"turn":' + _INT + rb',"step":' + _INT + rb',"chunk":\{"type":"(tool-call-delta)","index":' + _INT
+    + rb',"id":' + _STR + rb'(?:,"name":' + _STR + rb')?,"argumentsDelta":' + _STR + rb"\}\}"
+)
+
+_Block: TypeAlias = tuple[bytes, ...]
+"""What must be equal along a run, as JSON bytes: ``(turn, step, kind, index)`` and, for a
+tool call, ``id`` and ``name`` (empty when absent). Bytes keep number types apart
+(``1`` and ``1.0`` differ once written back)."""
 
 
-class _Member:
-    """A packable ``assistant/chunk``: its envelope and the decoded data it packs from.
-
-    ``block`` holds everything that must be equal along a run, with the types of the
-    numbers (``1`` and ``1.0`` are different bytes once written back).
-    """
-
-    __slots__ = ("block", "chunk", "event", "kind", "piece", "step", "turn")
-
-    def __init__(
-        self, event: Event, kind: str, turn: Any, step: Any, chunk: dict[str, Any], piece: str
-    ) -> None:
-        self.event = event
-        self.kind = kind
-        self.turn = turn
-        self.step = step
-        self.chunk = chunk
-        self.piece = piece
-        index = chunk["index"]
-        if kind == "tool-call-delta":
-            name = chunk.get("name", _NO_NAME)
-            self.block: tuple[Any, ...] = (
-                kind,
-                type(turn),
-                turn,
-                type(step),
-                step,
-                type(index),
-                index,
-                chunk["id"],
-                name,
-            )
-        else:
-            self.block = (kind, type(turn), turn, type(step), step, type(index), index)
-
-
-def _classify(event: Event) -> _Member | None:
-    """The event as a run member when its whole shape is whitelisted (FORMAT §9.2), else ``None``."""
+def _packable(event: Event) -> tuple[_Block, bytes] | None:
+    """The event's block and piece (the JSON string literal of its text or arguments
+    delta) when its whole shape is whitelisted (FORMAT §9.2), else ``None``."""
     if (
         event.type != "assistant/chunk"
         or event.surface_op is not None
@@ -173,8 +158,18 @@ def _classify(event: Event) -> _Member | None:
         or not -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
     ):
         return None
+    raw = event.data_json
+    match = _TEXT_SHAPE.fullmatch(raw) or _TOOL_SHAPE.fullmatch(raw)
+    if match is not None:
+        groups = match.groups(b"")  # an absent tool name: b"" (a present one has its quotes)
+        return groups[:-1], groups[-1]
+    return _packable_decoded(raw)
+
+
+def _packable_decoded(raw: bytes) -> tuple[_Block, bytes] | None:
+    """``_packable`` for any other spelling of the data: decode it and check every rule."""
     try:
-        data = orjson.loads(event.data_json)
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
     if type(data) is not dict or len(data) != 3:
@@ -194,7 +189,8 @@ def _classify(event: Event) -> _Member | None:
         piece = chunk.get("text")
         if type(piece) is not str or chunk.keys() != _TEXT_CHUNK_KEYS:
             return None
-    elif kind == "tool-call-delta":
+        return (dumps(turn), dumps(step), kind.encode(), dumps(chunk["index"])), dumps(piece)
+    if kind == "tool-call-delta":
         piece = chunk.get("argumentsDelta")
         keys = chunk.keys()
         if keys == _TOOL_CHUNK_KEYS_NAMED:
@@ -204,38 +200,30 @@ def _classify(event: Event) -> _Member | None:
             return None
         if type(chunk["id"]) is not str or type(piece) is not str:
             return None
+        name = dumps(chunk["name"]) if "name" in chunk else b""
+        index = dumps(chunk["index"])
+        return (dumps(turn), dumps(step), b"tool-call-delta", index, dumps(chunk["id"]), name), dumps(piece)
+    return None
+
+
+def _row(block: _Block, run: list[Event], pieces: list[bytes]) -> bytes:
+    moments = [event.time for event in run]
+    gaps = b",".join([b"%d" % (later - earlier) for earlier, later in itertools.pairwise(moments)])
+    if len(block) > 4:
+        name = block[5] and b',"name":' + block[5]
+        tail = b',"id":%s%s,"args":[%s]}}' % (block[4], name, b",".join(pieces))
     else:
-        return None
-    return _Member(event, kind, turn, step, chunk, piece)
-
-
-def _continues(previous: _Member, member: _Member) -> bool:
-    return (
-        member.event.seq == previous.event.seq + 1
-        and member.block == previous.block
-        and _safe(member.event.time - previous.event.time)
-    )
-
-
-def _row(run: list[_Member]) -> bytes:
+        tail = b',"texts":[%s]}}' % b",".join(pieces)
     first = run[0]
-    times = [member.event.time for member in run]
-    chunk = first.chunk
-    data: dict[str, Any] = {
-        "turn": first.turn,
-        "step": first.step,
-        "index": chunk["index"],
-        "dt": [later - earlier for earlier, later in itertools.pairwise(times)],
-    }
-    if first.kind == "tool-call-delta":
-        data["id"] = chunk["id"]
-        if "name" in chunk:
-            data["name"] = chunk["name"]
-        data["args"] = [member.piece for member in run]
-    else:
-        data["texts"] = [member.piece for member in run]
-    return dumps(
-        {"type": _KIND_ROWS[first.kind], "seq0": first.event.seq, "time0": first.event.time, "data": data}
+    return b'{"type":"%s","seq0":%d,"time0":%d,"data":{"turn":%s,"step":%s,"index":%s,"dt":[%s]%s' % (
+        _ROW_TAGS[block[2]],
+        first.seq,
+        first.time,
+        block[0],
+        block[1],
+        block[3],
+        gaps,
+        tail,
     )
 
 
@@ -245,37 +233,51 @@ def pack_records(
     """The storage records of one write batch as ``(seq, type, time, line)``: a packed row
     gives its first member's seq and time and its row type (``text-chunks`` …), any other
     event its own. See ``pack_rows`` for the packing rules. ``max_members`` and
-    ``max_bytes`` (of the members' text) cap one row; a longer run continues in the next."""
+    ``max_bytes`` (of the members' encoded text) cap one row; a longer run continues in the next."""
     out: list[tuple[int, str, int, bytes]] = []
-    run: list[_Member] = []
+    run: list[Event] = []
+    pieces: list[bytes] = []
+    block: _Block = ()
     size = 0
+    most = MAX_SAFE_INTEGER if max_members is None else max_members
+    largest = MAX_SAFE_INTEGER if max_bytes is None else max_bytes
 
-    def flush() -> None:
-        nonlocal size
+    def close_run() -> None:
         if len(run) >= MIN_PACKED_RUN:
             first = run[0]
-            out.append((first.event.seq, _KIND_ROWS[first.kind], first.event.time, _row(run)))
+            out.append((first.seq, _ROW_TAGS[block[2]].decode(), first.time, _row(block, run, pieces)))
         else:
-            out.extend((m.event.seq, m.event.type, m.event.time, m.event.encode()) for m in run)
+            out.extend([(event.seq, event.type, event.time, event.encode()) for event in run])
         run.clear()
-        size = 0
+        pieces.clear()
 
     for event in events:
-        member = _classify(event)
+        member = _packable(event)
         if member is None:
             if run:
-                flush()
+                close_run()
             out.append((event.seq, event.type, event.time, event.encode()))
             continue
-        if run and (
-            not _continues(run[-1], member)
-            or (max_members is not None and len(run) >= max_members)
-            or (max_bytes is not None and size + len(member.piece) > max_bytes)
-        ):
-            flush()
-        run.append(member)
-        size += len(member.piece)
-    flush()
+        member_block, piece = member
+        length = len(piece) - 2  # the encoded text, without its quotes
+        if run:
+            last = run[-1]
+            if (
+                member_block != block
+                or event.seq != last.seq + 1
+                or not _safe(event.time - last.time)
+                or len(run) >= most
+                or size + length > largest
+            ):
+                close_run()
+        if not run:
+            block = member_block
+            size = 0
+        run.append(event)
+        pieces.append(piece)
+        size += length
+    if run:
+        close_run()
     return out
 
 
