@@ -628,9 +628,9 @@ def test_new_file_gets_identity_pragmas_and_mode(db: Path, backend: SqliteBacken
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert db.stat().st_mode & 0o777 == 0o600
     pragmas = ("synchronous", "foreign_keys", "trusted_schema", "journal_mode")
-    values = backend._executor.submit(
+    values = backend._worker.call(
         lambda: [backend._db.execute(f"PRAGMA {name}").fetchone()[0] for name in pragmas]
-    ).result()
+    )
     assert values == [2, 1, 0, "wal"]  # FULL, ON, OFF, WAL
 
 

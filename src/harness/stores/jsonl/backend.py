@@ -23,9 +23,10 @@ log. An append whose first seq is not the stored length is refused with
 ``SessionConflict`` before anything is written; so is an append to a file whose
 size is not the committed size (another writer, or a torn tail not yet repaired).
 
-File I/O runs in a worker thread (``asyncio.to_thread``) by default so an fsync
-does not stall the event loop; ``threaded=False`` runs it inline. All OS calls that
-write go through ``self._os`` (a ``FileOps``) so tests can inject failures.
+File I/O runs in worker threads (``BlockingWorkers``, as many as the default
+executor would use) by default so an fsync does not stall the event loop;
+``threaded=False`` runs it inline. All OS calls that write go through
+``self._os`` (a ``FileOps``) so tests can inject failures.
 """
 
 from __future__ import annotations
@@ -61,10 +62,13 @@ from harness.stores.jsonl.paths import DIR_MODE, FILE_MODE, MAX_SEGMENT, Compres
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
 from harness.stores.jsonl.stream import plain_events, zstd_events
+from harness.stores.worker import BlockingWorkers
 
 __all__ = ["JsonlBackend"]
 
 _T = TypeVar("_T")
+# As many threads as asyncio's default executor: sessions fsync in parallel, each in its order.
+_THREADS: Final = min(32, (os.cpu_count() or 1) + 4)
 _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
 _HEADER_LIMIT: Final = 1 << 20  # a longer first line is left to the exact reader
 
@@ -135,6 +139,7 @@ class JsonlBackend:
         self._cursors: dict[str, _Cursor] = {}
         self._root_checked = False
         self._os = FileOps()
+        self._worker = BlockingWorkers("harness-jsonl", threads=_THREADS)
 
     @property
     def root(self) -> str:
@@ -150,7 +155,7 @@ class JsonlBackend:
 
     async def _run(self, function: Callable[..., _T], *args: Any) -> _T:
         if self._threaded:
-            return await asyncio.to_thread(function, *args)
+            return await self._worker.run(function, *args)
         return function(*args)
 
     def _check_root(self) -> None:
@@ -568,3 +573,5 @@ class JsonlBackend:
 
     async def close(self) -> None:
         self._cursors.clear()
+        self._worker.close()
+        self._worker = BlockingWorkers("harness-jsonl", threads=_THREADS)  # the backend stays usable
