@@ -281,25 +281,39 @@ class Session:
         if type == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
             raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
         events = self._events
-        transition = self._surface.check(
-            type,
-            len(events),
-            MISSING if surface_op is None else surface_op,
-            MISSING if source_event_seqs is None else source_event_seqs,
-            data,
-        )
-        event = Event(
-            type,
-            transition.seq,
-            self._clock(),
-            data_json,
-            transition.surface_op,
-            transition.source_event_seqs,
-            ignorable,
-        )
-        self._surface.apply(transition)
+        surface = self._surface
+        seq = len(events)
+        if (
+            surface_op is None
+            and source_event_seqs is None
+            and type not in SURFACE_TYPES
+            and seq == surface._next_seq
+        ):
+            # Most events (chunks, boundaries, headers) leave the Surface alone: what
+            # check() + apply() would do for them is this one step, without the calls.
+            event = Event(type, seq, self._clock(), data_json, None, None, ignorable)
+            surface._next_seq = seq + 1
+        else:
+            transition = surface.check(
+                type,
+                seq,
+                MISSING if surface_op is None else surface_op,
+                MISSING if source_event_seqs is None else source_event_seqs,
+                data,
+            )
+            event = Event(
+                type,
+                transition.seq,
+                self._clock(),
+                data_json,
+                transition.surface_op,
+                transition.source_event_seqs,
+                ignorable,
+            )
+            surface.apply(transition)
         events.append(event)
-        self._notify(event)
+        if self._observers:
+            self._notify(event)
         return event
 
     # ---- model history ------------------------------------------------------------------
