@@ -251,8 +251,10 @@ def pack_records(
         run.clear()
         pieces.clear()
 
+    packable = _packable
+    last_seq = last_time = 0
     for event in events:
-        member = _packable(event)
+        member = packable(event)
         if member is None:
             if run:
                 close_run()
@@ -260,22 +262,22 @@ def pack_records(
             continue
         member_block, piece = member
         length = len(piece) - 2  # the encoded text, without its quotes
-        if run:
-            last = run[-1]
-            if (
-                member_block != block
-                or event.seq != last.seq + 1
-                or not _safe(event.time - last.time)
-                or len(run) >= most
-                or size + length > largest
-            ):
-                close_run()
+        seq, moment = event.seq, event.time
+        if run and (
+            member_block != block
+            or seq != last_seq + 1
+            or not -MAX_SAFE_INTEGER <= moment - last_time <= MAX_SAFE_INTEGER
+            or len(run) >= most
+            or size + length > largest
+        ):
+            close_run()
         if not run:
             block = member_block
             size = 0
         run.append(event)
         pieces.append(piece)
         size += length
+        last_seq, last_time = seq, moment
     if run:
         close_run()
     return out
