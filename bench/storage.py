@@ -5,7 +5,9 @@ answers) this prints, in one run:
 
 * durable throughput through ``SessionStore`` with a flush every 1, 10 and 100
   events, next to the floor: a bare loop writing the same lines to a file with
-  one fsync per batch;
+  one fdatasync per batch (the call the JSONL backend makes). Each figure is the
+  median of ``--repeats`` runs (3), with the slowest and fastest in brackets:
+  these machines are shared and one run can be 15% off;
 * restore throughput (``SessionStore.inspect``: read, decode, full validation) of
   a generated session of about 100 MB, next to the floor (read + decode of the
   same lines), and the peak memory of a restore relative to the file size;
@@ -20,7 +22,7 @@ at one flush per 100 events from one writer, restore ≥ 100 MB/s. Its rows run 
 schema dropped afterwards; its "stored" size is the tables' and indexes' size on
 the server. ``--no-postgres`` leaves it out.
 
-Run: ``.venv/bin/python bench/storage.py [--restore-mb 100] [--quick] [--no-postgres]``.
+Run: ``.venv/bin/python bench/storage.py [--restore-mb 100] [--repeats 3] [--quick] [--no-postgres]``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import asyncio
 import gc
 import hashlib
 import os
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -112,13 +115,13 @@ def chunk(index: int) -> dict[str, Any]:
 
 
 def write_floor(path: Path, lines: list[bytes], every: int) -> float:
-    """Events/s of a bare append + fsync loop over the same lines."""
+    """Events/s of a bare append + fdatasync loop over the same lines."""
     start = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         for offset in range(0, len(lines), every):
             os.write(fd, b"".join(line + b"\n" for line in lines[offset : offset + every]))
-            os.fsync(fd)
+            os.fdatasync(fd)
     finally:
         os.close(fd)
     return len(lines) / (time.perf_counter() - start)
@@ -203,6 +206,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--restore-mb", type=float, default=100.0, help="size of the restore session")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per throughput figure (median shown)")
     parser.add_argument("--quick", action="store_true", help="fewer events (a smoke run)")
     parser.add_argument("--no-postgres", action="store_true", help="leave the PostgreSQL rows out")
     args = parser.parse_args()
@@ -214,7 +218,7 @@ def main() -> None:
         backends["postgres"] = postgres.make
         sizes["postgres"] = postgres.size
     try:
-        run_all(args.restore_mb, scale, backends, sizes)
+        run_all(args.restore_mb, scale, backends, sizes, max(1, args.repeats))
     finally:
         if postgres is not None:
             postgres.drop()
@@ -225,6 +229,7 @@ def run_all(
     scale: int,
     backends: dict[str, Callable[[Path], Backend]],
     sizes: dict[str, Callable[[Path], int]],
+    repeats: int = 3,
 ) -> None:
     """Print every row (see the module docs)."""
 
@@ -240,16 +245,29 @@ def run_all(
                 sample.append("assistant/chunk", chunk(index))
         lines = [event.encode() for event in sample.events]
 
-        print("durable throughput through SessionStore (events/s; floor = bare write + fsync per batch)")
+        print(
+            f"durable throughput through SessionStore (events/s, median of {repeats} runs "
+            "[slowest-fastest]; floor = bare write + fdatasync per batch)"
+        )
         for every, count in ((1, 5_000 // scale), (10, 30_000 // scale), (100, 100_000 // scale)):
-            floor = write_floor(base / f"floor-{every}.jsonl", lines[:count], every)
+            floors = sorted(
+                write_floor(base / f"floor-{every}-{attempt}.jsonl", lines[:count], every)
+                for attempt in range(repeats)
+            )
+            floor = statistics.median(floors)
             row = [f"  flush every {every:>3}: floor {floor:>9,.0f}"]
             for name, make in backends.items():
-                rate, wire = asyncio.run(durable_rate(make, base / f"{name}-{every}", count, every))
-                row.append(f"{name} {rate:>9,.0f} ({rate / floor:.2f}×)")
+                runs = [
+                    asyncio.run(durable_rate(make, base / f"{name}-{every}-{attempt}", count, every))
+                    for attempt in range(repeats)
+                ]
+                rates = sorted(rate for rate, _ in runs)
+                rate = statistics.median(rates)
+                spread = f" [{rates[0]:,.0f}-{rates[-1]:,.0f}]" if repeats > 1 else ""
+                row.append(f"{name} {rate:>9,.0f}{spread} ({rate / floor:.2f}×)")
                 if every == 100:
-                    stored = sizes[name](base / f"{name}-{every}")
-                    row.append(f"size {stored / wire:.2f}× wire")
+                    stored = sizes[name](base / f"{name}-{every}-0")
+                    row.append(f"size {stored / runs[0][1]:.2f}× wire")
             print("   ".join(row))
 
         print(f"restore of a ~{restore_mb / scale:.0f} MB session (inspect: read, decode, validate)")

@@ -140,25 +140,29 @@ tool call, ``id`` and ``name`` (empty when absent). Bytes keep number types apar
 (``1`` and ``1.0`` differ once written back)."""
 
 
+def _envelope_packable(event: Event) -> bool:
+    """The event's envelope allows packing: a plain ``assistant/chunk`` with safe seq and time."""
+    seq, moment = event.seq, event.time
+    return (
+        event.type == "assistant/chunk"
+        and event.surface_op is None
+        and event.source_event_seqs is None
+        and not event.ignorable
+        and type(seq) is int
+        and type(moment) is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
+    )
+
+
 def _packable(event: Event) -> tuple[_Block, bytes] | None:
     """The event's block and piece (the JSON string literal of its text or arguments
     delta) when its whole shape is whitelisted (FORMAT §9.2), else ``None``."""
-    if (
-        event.type != "assistant/chunk"
-        or event.surface_op is not None
-        or event.source_event_seqs is not None
-        or event.ignorable
-    ):
-        return None
-    seq, moment = event.seq, event.time
-    if (
-        type(seq) is not int
-        or type(moment) is not int
-        or not 0 <= seq <= MAX_SAFE_INTEGER
-        or not -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
-    ):
-        return None
-    raw = event.data_json
+    return _shape(event.data_json) if _envelope_packable(event) else None
+
+
+def _shape(raw: bytes) -> tuple[_Block, bytes] | None:
+    """Block and piece of packable chunk data, else ``None``."""
     match = _TEXT_SHAPE.fullmatch(raw) or _TOOL_SHAPE.fullmatch(raw)
     if match is not None:
         groups = match.groups(b"")  # an absent tool name: b"" (a present one has its quotes)
@@ -251,18 +255,29 @@ def pack_records(
         run.clear()
         pieces.clear()
 
-    packable = _packable
     last_seq = last_time = 0
     for event in events:
-        member = packable(event)
-        if member is None:
+        piece = None
+        seq, moment = event.seq, event.time
+        if (  # _envelope_packable, inline: this loop is most of what a flush costs in Python
+            event.type == "assistant/chunk"
+            and event.surface_op is None
+            and event.source_event_seqs is None
+            and not event.ignorable
+            and type(seq) is int
+            and type(moment) is int
+            and 0 <= seq <= MAX_SAFE_INTEGER
+            and -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
+        ):
+            found = _shape(event.data_json)
+            if found is not None:
+                member_block, piece = found
+        if piece is None:
             if run:
                 close_run()
-            out.append((event.seq, event.type, event.time, event.encode()))
+            out.append((seq, event.type, moment, event.encode()))
             continue
-        member_block, piece = member
         length = len(piece) - 2  # the encoded text, without its quotes
-        seq, moment = event.seq, event.time
         if run and (
             member_block != block
             or seq != last_seq + 1
