@@ -146,6 +146,24 @@ def test_a_reentrant_append_from_a_raising_observer_still_lands() -> None:
     assert seen == [0, 1]
 
 
+def test_events_left_undelivered_by_an_escaping_interrupt_go_out_first_next_time() -> None:
+    session = new_session()
+    seen: list[int] = []
+
+    def interrupting(event: harness.Event) -> None:
+        if event.seq == 0:
+            session.append("plugin/echo", None)  # queued behind event 0
+            raise KeyboardInterrupt  # not an Exception: it leaves append, event 1 undelivered
+
+    session.subscribe(interrupting)
+    session.subscribe(lambda e: seen.append(e.seq))
+    with pytest.raises(KeyboardInterrupt):
+        session.append("turn/start", {"turn": 1})
+    assert seen == [] and len(session.events) == 2
+    session.append("plugin/echo", None)
+    assert seen == [1, 2]  # seq order: the leftover before the new event
+
+
 def test_unsubscribe_stops_delivery_and_is_idempotent() -> None:
     session = new_session()
     seen: list[int] = []

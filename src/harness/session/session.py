@@ -233,13 +233,18 @@ class Session:
     def _notify(self, event: Event) -> None:
         if not self._observers:
             return
-        self._queue.append(event)
-        if self._notifying:
+        if self._notifying:  # an observer appended: deliver after the current event
+            self._queue.append(event)
             return
         self._notifying = True
+        queue = self._queue
+        if queue:  # left over by an observer that raised past the handler below: keep seq order
+            queue.append(event)
+            current = queue.popleft()
+        else:
+            current = event
         try:
-            while self._queue:
-                current = self._queue.popleft()
+            while True:
                 for observer in tuple(self._observers):
                     try:
                         observer(current)
@@ -251,6 +256,9 @@ class Session:
                             current.seq,
                             current.type,
                         )
+                if not queue:
+                    break
+                current = queue.popleft()
         finally:
             self._notifying = False
 
