@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 import harness
-from harness.errors import PersistenceFailed, SessionConflict, SessionNotFound
+from harness.errors import PersistenceFailed, SessionConflict, SessionExists, SessionNotFound
 from harness.events.json import loads
 from harness.stores.backend import Backend
 from harness.stores.faults import FaultyBackend
@@ -406,6 +406,83 @@ class StoreContract:
             await second  # not cancelled: it returns once the shared write is durable
             assert first.cancelled()
             assert await backend.stored_length(session.id) == len(session.events)
+            await store.close()
+
+        run(scenario())
+
+    # ---- live adoption (FORMAT §10) ----------------------------------------------------
+
+    def test_adopting_a_session_made_in_memory_persists_all_of_it(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            session = harness.Session.create()
+            one_turn(session)
+            store = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            assert await store.adopt(session) is session
+            assert store.pending(session) == len(session.events)
+            session.append("session/title", {"title": "adopted"})
+            await store.flush(session)
+            assert await store.adopt(session) is session  # already live here: itself
+            check = await SessionStore(self.second_backend(tmp_path, store.backend)).inspect(session.id)
+            assert wire(check)[: len(session.events)] == wire(session)  # then the view's end-seed
+            await store.close()
+
+        run(scenario())
+
+    def test_adopting_a_stored_prefix_writes_only_what_follows(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            storage = self.make_backend(tmp_path)
+            first = SessionStore(storage, write_window_s=10)
+            original = await first.create()
+            one_turn(original)
+            await first.flush(original)
+            stored = len(original.events)
+            await first.close()
+
+            # The same session rebuilt elsewhere (another process, a copy), then carried on.
+            copy = harness.Session.from_restore(original.id, wire(original), original.header)
+            one_turn(copy, 2)
+            backend = FaultyBackend(self.second_backend(tmp_path, storage))
+            second = SessionStore(backend, write_window_s=10)
+            await second.adopt(copy)
+            assert second.pending(copy) == len(copy.events) - stored
+            await second.flush(copy)
+            assert [size for _, size in backend.appends] == [len(copy.events) - stored]  # nothing again
+            check = await SessionStore(self.second_backend(tmp_path, backend.inner)).inspect(copy.id)
+            assert wire(check)[: len(copy.events)] == wire(copy)
+            await second.close()
+
+        run(scenario())
+
+    def test_adoption_refuses_a_session_that_differs_from_what_is_stored(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            original = await store.create()
+            one_turn(original)
+            await store.flush(original)
+            await store.release(original)
+            stored = len(original.events)
+
+            events = wire(original)
+            events[2]["data"]["content"][0]["text"] = "another task"
+            differing = harness.Session.from_restore(original.id, events, original.header)
+            shorter = harness.Session.from_restore(original.id, wire(original)[:3], original.header)
+            moved = harness.Session.from_restore(
+                original.id, wire(original), {**original.header.to_json(), "cwd": "/elsewhere"}
+            )
+            refusals = [
+                (differing, "event 2 differs"),
+                (shorter, f"{stored} events are stored"),
+                (moved, "header"),
+            ]
+            for session, reason in refusals:
+                with pytest.raises(SessionConflict, match=reason):
+                    await store.adopt(session)
+            assert await store.backend.stored_length(original.id) == stored  # nothing written
+
+            again = harness.Session.from_restore(original.id, wire(original), original.header)
+            await store.adopt(again)
+            with pytest.raises(SessionExists):
+                await store.adopt(harness.Session.from_restore(original.id, wire(original), original.header))
             await store.close()
 
         run(scenario())

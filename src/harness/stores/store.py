@@ -1,6 +1,7 @@
 """``SessionStore``: live sessions made durable by a backend (SPEC §4, FORMAT §7.4, §10).
 
 ``create`` returns a live session whose appends a write-behind observer persists;
+``adopt`` does the same for a session built elsewhere (checked against what is stored);
 ``load`` restores a stored session, commits its crash-repair closers durably and
 returns it live; ``inspect`` gives the same view and writes nothing; ``flush`` is
 the durability point.
@@ -17,12 +18,20 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
 
-from harness.errors import CorruptSession, InvalidSeed, SessionExists, SessionNotFound, StorageError
+from harness.errors import (
+    CorruptSession,
+    InvalidSeed,
+    SessionConflict,
+    SessionExists,
+    SessionNotFound,
+    StorageError,
+)
 from harness.events.collector import collector_paused
 from harness.events.event import Event
+from harness.events.json import json_equal, loads
 from harness.session.header import SessionHeader
 from harness.session.session import Session
-from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected, WireStream
+from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected, WireStream, read_whole
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease, LeasingBackend, TailingBackend
 from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
@@ -126,6 +135,30 @@ async def restore_logged(
     return session, closers, log
 
 
+def _check_adoptable(session: Session, log: StoredLog) -> None:
+    """``SessionConflict`` unless the stored log is a prefix of ``session`` (FORMAT §10)."""
+    stored, live = log.header.to_json(line=True), session.header.to_json(line=True)
+    if stored != live:
+        raise SessionConflict(
+            f"cannot adopt session {session.id!r}: the stored header differs ({stored} != {live})"
+        )
+    events = session.events
+    if len(log.events) > len(events):
+        raise SessionConflict(
+            f"cannot adopt session {session.id!r}: {len(log.events)} events are stored, "
+            f"the live session has {len(events)}",
+            expected=len(log.events),
+            got=len(events),
+        )
+    for seq, wire in enumerate(log.events):
+        if not json_equal(wire, loads(events[seq].encode())):
+            raise SessionConflict(
+                f"cannot adopt session {session.id!r}: stored event {seq} differs from the live one",
+                expected=len(log.events),
+                got=seq,
+            )
+
+
 class SessionStore:
     """Creates, loads and persists sessions on one backend. Use from one event loop."""
 
@@ -175,6 +208,34 @@ class SessionStore:
             raise SessionExists(f"session {session.id!r} is already live in this store")
         await self._backend.create(session.header)
         return self._attach(session, 0)
+
+    async def adopt(self, session: Session) -> Session:
+        """Make a session built elsewhere live in this store (FORMAT §10 live adoption).
+
+        For a session made in memory, forked, or restored from another store. When the
+        backend holds no session of this id, it is created and every event is queued.
+        When it holds one, its header must be the session's and its committed events
+        must equal the session's first events by serialized JSON; a torn tail is cut,
+        and only the later events are queued (events below the stored cursor are never
+        appended again). Anything else raises ``SessionConflict`` and writes nothing.
+        Returns ``session``, now persisted by this store like one from ``create``.
+        """
+        self._check_open()
+        check_session_id(session.id)
+        live = self._live.get(session.id)
+        if live is not None:
+            if live.session is session:
+                return session
+            raise SessionExists(f"another session {session.id!r} is already live in this store")
+        try:
+            log = await read_whole(self._backend, session.id)
+        except SessionNotFound:
+            await self._backend.create(session.header)
+            return self._attach(session, 0)
+        _check_adoptable(session, log)
+        if log.torn is not None:
+            await self._backend.repair(session.id, log, [])
+        return self._attach(session, len(log.events))
 
     async def _restore(
         self, session_id: str, progress: Progress | None
