@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,29 @@ def test_close_finishes_what_was_handed_over_and_refuses_more() -> None:
     assert done == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="at least one thread"):
         BlockingWorkers("t", threads=0)
+
+
+def test_a_forked_child_starts_its_own_threads_or_refuses_clearly() -> None:
+    import multiprocessing
+
+    shared = BlockingWorkers("t")
+    pinned = BlockingWorkers("t", threads=1, idle_s=None)
+    assert shared.call(abs, -1) == 1 and pinned.call(abs, -1) == 1  # threads alive before the fork
+
+    def child(results: Any) -> None:
+        results.put(shared.call(abs, -2))
+        try:
+            pinned.call(abs, -3)
+        except RuntimeError as error:
+            results.put(str(error))
+
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    process = context.Process(target=child, args=(results,))
+    process.start()
+    process.join(30)
+    assert process.exitcode == 0
+    assert results.get(timeout=5) == 2
+    assert "belongs to process" in results.get(timeout=5)
+    shared.close()
+    pinned.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -33,7 +34,8 @@ class BlockingWorkers:
     Calls are taken in the order they were handed over; with one thread they also
     finish in that order. With ``idle_s`` a thread ends after that long without
     work; with ``None`` threads live until ``close`` (a SQLite connection must stay
-    on the thread that opened it).
+    on the thread that opened it). In a forked child a pool starts new threads, or,
+    with ``idle_s=None``, refuses with ``RuntimeError`` instead of waiting forever.
     """
 
     def __init__(self, name: str, *, threads: int = 1, idle_s: float | None = 5.0) -> None:
@@ -47,6 +49,7 @@ class BlockingWorkers:
         self._threads = 0  # alive
         self._waiting = 0  # blocked in get(), ready for a job (never more than _threads)
         self._closed = False
+        self._pid = os.getpid()
 
     async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` on the worker thread; its result or exception."""
@@ -86,6 +89,8 @@ class BlockingWorkers:
                 self._jobs.put(_STOP)
 
     def _submit(self, job: _Job) -> None:
+        if self._pid != os.getpid():
+            self._after_fork()
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"worker pool {self._name} is closed")
@@ -93,6 +98,18 @@ class BlockingWorkers:
             if self._waiting == 0 and self._threads < self._most:
                 self._threads += 1
                 threading.Thread(target=self._main, name=self._name, daemon=True).start()
+
+    def _after_fork(self) -> None:
+        """In a forked child the parent's threads are gone: start afresh, or refuse when the
+        threads held state that did not come along (a connection pinned to its thread)."""
+        if self._idle_s is None:
+            raise RuntimeError(
+                f"worker pool {self._name} belongs to process {self._pid}: open a new one in this process"
+            )
+        self._jobs = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = self._waiting = 0
+        self._pid = os.getpid()
 
     def _main(self) -> None:
         jobs, lock = self._jobs, self._lock
