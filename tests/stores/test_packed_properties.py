@@ -138,10 +138,9 @@ def test_fast_and_decoding_paths_pack_to_the_same_events(
     ],
 )
 def test_each_canonical_shape_takes_the_byte_path(raw: bytes) -> None:
-    event = Event("assistant/chunk", 0, 0, raw)
-    member = packed._packable(event)
+    member = packed._shape(raw)
     with decoding_only():
-        assert packed._packable(event) == member
+        assert packed._shape(raw) == member
     assert member is not None
     assert packed._TEXT_SHAPE.fullmatch(raw) or packed._TOOL_SHAPE.fullmatch(raw)
 

@@ -140,27 +140,6 @@ tool call, ``id`` and ``name`` (empty when absent). Bytes keep number types apar
 (``1`` and ``1.0`` differ once written back)."""
 
 
-def _envelope_packable(event: Event) -> bool:
-    """The event's envelope allows packing: a plain ``assistant/chunk`` with safe seq and time."""
-    seq, moment = event.seq, event.time
-    return (
-        event.type == "assistant/chunk"
-        and event.surface_op is None
-        and event.source_event_seqs is None
-        and not event.ignorable
-        and type(seq) is int
-        and type(moment) is int
-        and 0 <= seq <= MAX_SAFE_INTEGER
-        and -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
-    )
-
-
-def _packable(event: Event) -> tuple[_Block, bytes] | None:
-    """The event's block and piece (the JSON string literal of its text or arguments
-    delta) when its whole shape is whitelisted (FORMAT §9.2), else ``None``."""
-    return _shape(event.data_json) if _envelope_packable(event) else None
-
-
 def _shape(raw: bytes) -> tuple[_Block, bytes] | None:
     """Block and piece of packable chunk data, else ``None``."""
     match = _TEXT_SHAPE.fullmatch(raw) or _TOOL_SHAPE.fullmatch(raw)
@@ -171,7 +150,7 @@ def _shape(raw: bytes) -> tuple[_Block, bytes] | None:
 
 
 def _packable_decoded(raw: bytes) -> tuple[_Block, bytes] | None:
-    """``_packable`` for any other spelling of the data: decode it and check every rule."""
+    """``_shape`` for any other spelling of the data: decode it and check every rule."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -259,7 +238,7 @@ def pack_records(
     for event in events:
         piece = None
         seq, moment = event.seq, event.time
-        if (  # _envelope_packable, inline: this loop is most of what a flush costs in Python
+        if (  # a plain assistant/chunk with safe seq and time (inline: this loop is hot)
             event.type == "assistant/chunk"
             and event.surface_op is None
             and event.source_event_seqs is None
