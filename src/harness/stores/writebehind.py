@@ -26,7 +26,7 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from harness.errors import PersistenceFailed, SessionConflict, StorageError
+from harness.errors import LeaseHeld, LeaseLost, PersistenceFailed, SessionConflict, StorageError
 from harness.events.event import Event
 from harness.events.json import json_equal, loads
 from harness.stores.backend import Backend, read_whole
@@ -146,8 +146,10 @@ class WriteBehind:
         self._queue = []
         try:
             await self._backend.append(self._id, batch)
-        except SessionConflict:
+        except (SessionConflict, LeaseLost, LeaseHeld) as refusal:
+            # Definite refusals: nothing was written, so the retry needs no resync.
             self._queue = batch + self._queue
+            self.last_error = refusal
             raise
         except asyncio.CancelledError:
             # Only when the loop itself tears the task down; the write may have landed.
