@@ -9,27 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+import msgspec
 import pytest
 
 import harness
-from harness.errors import PersistenceFailed, SessionConflict, SessionExists, SessionNotFound
+from harness.errors import (
+    InvalidSessionId,
+    PersistenceFailed,
+    SessionConflict,
+    SessionExists,
+    SessionNotFound,
+)
+from harness.events.event import Event
 from harness.events.json import loads
-from harness.stores.backend import Backend
+from harness.session.header import SessionHeader
+from harness.stores.backend import Backend, StoredLog, read_whole
 from harness.stores.faults import FaultyBackend
 from harness.stores.store import SessionStore
-
-T = TypeVar("T")
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
+from harness.stores.summary import summarize
+from tests.stores.helpers import chunk, full_header, header, run, sample_events
+from tests.stores.helpers import wire as wire_events
 
 
 def wire(session: harness.Session) -> list[dict[str, Any]]:
@@ -486,3 +489,312 @@ class StoreContract:
             await store.close()
 
         run(scenario())
+
+    # ---- the bare Backend API ----------------------------------------------------------
+    # No SessionStore in between. Reads go through ``read_whole``: ``read`` may hand over a stream.
+
+    @contextlib.asynccontextmanager
+    async def _opened(self, tmp_path: Path, again: Backend | None = None) -> AsyncIterator[Backend]:
+        """A new backend (with ``again``, a second one on its storage), closed when the block ends."""
+        backend = self.make_backend(tmp_path) if again is None else self.second_backend(tmp_path, again)
+        try:
+            yield backend
+        finally:
+            await backend.close()
+
+    @contextlib.asynccontextmanager
+    async def _two(self, tmp_path: Path) -> AsyncIterator[tuple[Backend, Backend]]:
+        """Two backends on one storage (the same object where the backend is its storage)."""
+        first = self.make_backend(tmp_path)
+        second = self.second_backend(tmp_path, first)
+        try:
+            yield first, second
+        finally:
+            await first.close()
+            await second.close()
+
+    def test_is_a_backend(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                assert isinstance(backend, Backend)
+
+        run(scenario())
+
+    def test_a_backend_round_trip_is_lossless_and_keeps_key_order(self, tmp_path: Path) -> None:
+        events = sample_events()
+
+        async def scenario() -> StoredLog:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(header())
+                await backend.append("s1", events[:2])
+                await backend.append("s1", events[2:])
+                assert await backend.stored_length("s1") == len(events)
+                return await read_whole(backend, "s1")
+
+        log = run(scenario())
+        assert log.torn is None
+        assert log.header.to_json(line=True) == header().to_json(line=True)
+        assert log.events == wire_events(events)
+        for got, event in zip(log.events, events, strict=True):
+            assert list(got) == list(loads(event.encode()))  # key order
+            assert list(got["data"] or {}) == list(event.to_json()["data"] or {})
+
+    def test_a_header_reads_back_as_its_stored_line_says(self, tmp_path: Path) -> None:
+        """A header without a delegation depth is stored with depth 0 (the header line always
+        has one), and reads back so, here and through a new backend."""
+        backend = self.make_backend(tmp_path)
+
+        async def scenario() -> None:
+            try:
+                await backend.create(header())
+                await backend.append("s1", [chunk(0)])
+                log = await read_whole(backend, "s1")
+                stored = SessionHeader(**{**msgspec.structs.asdict(header()), "delegation_depth": 0})
+                assert log.header == stored
+            finally:
+                await backend.close()
+            async with self._opened(tmp_path, backend) as again:
+                log = await read_whole(again, "s1")
+                assert log.header.to_json() == {**header().to_json(), "delegationDepth": 0}
+
+        run(scenario())
+
+    def test_every_header_field_round_trips(self, tmp_path: Path) -> None:
+        async def scenario() -> StoredLog:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(full_header())
+                await backend.append("child", [chunk(0)])
+                return await read_whole(backend, "child")
+
+        assert run(scenario()).header == full_header()
+
+    def test_data_survives_a_new_backend_and_reads_are_fresh(self, tmp_path: Path) -> None:
+        events = sample_events()
+
+        async def scenario() -> None:
+            first = self.make_backend(tmp_path)
+            try:
+                await first.create(header())
+                await first.append("s1", events)
+            finally:
+                await first.close()
+            async with self._opened(tmp_path, first) as again:
+                read = await read_whole(again, "s1")
+                read.events[0]["data"]["turn"] = 99
+                log = await read_whole(again, "s1")
+                assert log.events == wire_events(events)
+                assert log.events[0]["data"]["turn"] == 1
+                assert log.header.to_json(line=True) == header().to_json(line=True)
+
+        run(scenario())
+
+    def test_create_alone_stores_nothing_and_an_empty_batch_is_a_no_op(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(header())
+                assert await backend.stored_length("s1") == 0
+                assert await backend.list() == []
+                with pytest.raises(SessionNotFound, match="never appended"):
+                    await read_whole(backend, "s1")
+                await backend.append("s1", [])
+                assert await backend.stored_length("s1") == 0
+
+        run(scenario())
+
+    def test_create_of_a_known_id_is_refused_here_and_by_another_backend(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._two(tmp_path) as (backend, other):
+                await backend.create(header())
+                with pytest.raises(SessionExists):
+                    await backend.create(header())
+                await backend.append("s1", [chunk(0)])
+                with pytest.raises(SessionExists):
+                    await backend.create(header())
+                with pytest.raises(SessionExists):
+                    await other.create(header())
+
+        run(scenario())
+
+    def test_unknown_ids_are_not_found(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                with pytest.raises(SessionNotFound):
+                    await read_whole(backend, "nope")
+                with pytest.raises(SessionNotFound):
+                    await backend.stored_length("nope")
+                with pytest.raises(SessionNotFound):
+                    await backend.append("nope", [chunk(0)])
+                with pytest.raises(SessionNotFound):
+                    await backend.append("nope", [])
+
+        run(scenario())
+
+    def test_invalid_ids_are_refused(self, tmp_path: Path) -> None:
+        backend = self.make_backend(tmp_path)
+
+        async def scenario() -> None:
+            try:
+                for bad in ("", "a\x00b"):
+                    with pytest.raises(InvalidSessionId):
+                        await read_whole(backend, bad)
+                    with pytest.raises(InvalidSessionId):
+                        await backend.append(bad, [chunk(0)])
+            finally:
+                await backend.close()
+
+        run(scenario())
+
+    def test_sessions_are_isolated_whatever_their_ids(self, tmp_path: Path) -> None:
+        ids = ["a", "b/c", "..", ".", "~x", "开发", "\ud800lone", " spaced ", 'q"uote', "back\\slash"]
+        ids += ["\\ud800", "a'; DROP TABLE events; --", "tab\there", "é"]
+        ids += [f"session-{n}" for n in range(20)]
+
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                for n, session_id in enumerate(ids):
+                    await backend.create(header(session_id, created_at=n))
+                for seq in range(3):
+                    for n, session_id in enumerate(ids):
+                        if seq <= n % 3:
+                            await backend.append(session_id, [chunk(seq, f"{session_id}:{seq}")])
+                for n, session_id in enumerate(ids):
+                    log = await read_whole(backend, session_id)
+                    assert log.header.id == session_id
+                    assert [e["data"]["chunk"]["text"] for e in log.events] == [
+                        f"{session_id}:{seq}" for seq in range(n % 3 + 1)
+                    ]
+                    assert await backend.stored_length(session_id) == n % 3 + 1
+                listed = await backend.list()  # in an order of the backend's choosing
+                counts = {info.id: info.event_count for info in listed}
+                assert len(listed) == len(counts) == len(ids)
+                assert counts == {session_id: n % 3 + 1 for n, session_id in enumerate(ids)}
+
+        run(scenario())
+
+    def test_lost_reservation_conflicts_once(self, tmp_path: Path) -> None:
+        """Two backends reserve one id; the one that publishes second conflicts, then goes on."""
+        first = self.make_backend(tmp_path)
+        second = self.second_backend(tmp_path, first)
+        if second is first:
+            run(first.close())
+            pytest.skip("one backend object is the whole storage: no second reservation to lose")
+
+        async def scenario() -> None:
+            try:
+                await first.create(header())
+                await second.create(header())
+                await first.append("s1", [chunk(0)])
+                with pytest.raises(SessionConflict, match="seq mismatch") as info:
+                    await second.append("s1", [chunk(0, "mine")])
+                assert (info.value.expected, info.value.got) == (1, 0)
+                assert await second.stored_length("s1") == 1
+                await second.append("s1", [chunk(1)])
+                events = (await read_whole(first, "s1")).events
+                assert [e["data"]["chunk"]["text"] for e in events] == ["hi", "hi"]
+            finally:
+                await first.close()
+                await second.close()
+
+        run(scenario())
+
+    def test_seq_mismatches_conflict_without_writing(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(header())
+                with pytest.raises(
+                    SessionConflict, match=r"append seq mismatch .* expected 0 at index 0, got 1"
+                ) as info:
+                    await backend.append("s1", [chunk(1)])
+                assert (info.value.expected, info.value.got) == (0, 1)
+                await backend.append("s1", [chunk(0), chunk(1), chunk(2)])
+                with pytest.raises(SessionConflict, match="expected 3 at index 0, got 4") as info:
+                    await backend.append("s1", [chunk(4)])  # a gap
+                assert (info.value.expected, info.value.got) == (3, 4)
+                with pytest.raises(SessionConflict, match="expected 3 at index 0, got 0"):
+                    await backend.append("s1", [chunk(0)])  # stored, but ends before the stored end
+                with pytest.raises(SessionConflict, match="expected 5 at index 2, got 6"):
+                    await backend.append("s1", [chunk(3), chunk(4), chunk(6)])  # a gap inside the batch
+                with pytest.raises(SessionConflict, match="expected 4 at index 1, got 3"):
+                    await backend.append("s1", [chunk(3), chunk(3)])
+                assert await backend.stored_length("s1") == 3
+                assert [e["seq"] for e in (await read_whole(backend, "s1")).events] == [0, 1, 2]
+
+        run(scenario())
+
+    def test_repair_appends_closers(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(header())
+                await backend.append("s1", [Event.create("turn/start", 0, 5, {"turn": 1})])
+                log = await read_whole(backend, "s1")
+                assert log.torn is None
+                closers = [Event.create("turn/end", 1, 5, {"turn": 1, "reason": {"kind": "interrupted"}})]
+                await backend.repair("s1", log, closers)
+                assert (await read_whole(backend, "s1")).events == [*log.events, *wire_events(closers)]
+
+        run(scenario())
+
+    def test_two_backends_racing_for_the_same_seq(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._two(tmp_path) as (a, b):
+                await a.create(header("race"))
+                await a.append("race", [chunk(0)])
+                for round_ in range(10):
+                    n = 1 + round_ * 2
+                    results = await asyncio.gather(
+                        a.append("race", [chunk(n, "a"), chunk(n + 1, "a")]),
+                        b.append("race", [chunk(n, "b"), chunk(n + 1, "b")]),
+                        return_exceptions=True,
+                    )
+                    assert sum(r is None for r in results) == 1, results
+                    assert sum(isinstance(r, SessionConflict) for r in results) == 1, results
+                events = (await read_whole(b, "race")).events
+                assert [e["seq"] for e in events] == list(range(21))
+                for n in range(1, 21, 2):  # each pair was written by one backend
+                    assert events[n]["data"]["chunk"]["text"] == events[n + 1]["data"]["chunk"]["text"]
+
+        run(scenario())
+
+    def test_list_fields_match_summarize(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                await backend.create(header("one", cwd="/w/one", created_at=10))
+                await backend.create(header("two", cwd=None, created_at=20))
+                await backend.create(header("never", created_at=5))
+                await backend.append("one", sample_events())
+                not_a_str = Event.create("session/title", 6, 2000, {"title": 7})
+                await backend.append("one", [not_a_str])
+                await backend.append("one", [Event.create("plugin/x", 7, 1500, {})])
+                await backend.append("two", [Event.create("session/title", 0, 30, {"title": "a"})])
+                await backend.append(
+                    "two", [Event.create("session/title", 1, 40, {"title": "b"}), chunk(2, time=35)]
+                )
+                listed = await backend.list()  # in an order of the backend's choosing
+                assert sorted(info.id for info in listed) == ["one", "two"]
+                one, two = sorted(listed, key=lambda info: info.id)
+                assert (one.created_at, one.cwd, one.event_count, one.last_activity, one.title) == (
+                    10,
+                    "/w/one",
+                    8,
+                    1500,
+                    "first",
+                )
+                assert (two.created_at, two.cwd, two.event_count, two.last_activity, two.title) == (
+                    20,
+                    None,
+                    3,
+                    35,
+                    "b",
+                )
+                for info in listed:  # the location is the backend's own (see its tests)
+                    log = await read_whole(backend, info.id)
+                    assert info == summarize(log.header, log.events, location=info.location)
+
+        run(scenario())
+
+    def test_a_backend_works_across_event_loops(self, tmp_path: Path) -> None:
+        backend = self.make_backend(tmp_path)
+        run(backend.create(header()))
+        run(backend.append("s1", [chunk(0)]))
+        assert run(backend.stored_length("s1")) == 1
+        run(backend.close())

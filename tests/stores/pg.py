@@ -8,10 +8,11 @@ server answers, every PostgreSQL test is skipped with one reason line, except un
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TypeVar
 
 import psycopg
@@ -102,6 +103,15 @@ class PgSchema:
             **options,  # type: ignore[arg-type]
         )
 
+    @contextlib.asynccontextmanager
+    async def opened(self, **options: object) -> AsyncIterator[PostgresBackend]:
+        """``backend(**options)``, closed when the block ends."""
+        backend = self.backend(**options)
+        try:
+            yield backend
+        finally:
+            await backend.close()
+
     def connect(self) -> psycopg.Connection[tuple[object, ...]]:
         """An admin connection with ``search_path`` set to this schema."""
         conn = admin(self.dsn)
@@ -124,5 +134,6 @@ def fresh_schema() -> Iterator[PgSchema]:
         yield schema
     finally:
         drop_schema(dsn, schema.name)
+
 
 __all__ = ["chunk", "header", "run", "sample_events", "wire"]

@@ -115,11 +115,8 @@ def test_tail_prints_events_as_they_commit(pg: PgSchema) -> None:
             lines.extend(json.loads(line) for line in complete)
 
     async def more() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.append("demo-1", [chunk(count), chunk(count + 1, "live")])
-        finally:
-            await backend.close()
 
     try:
         read_until(count - 2)  # the stored events from seq 2

@@ -42,8 +42,7 @@ def lease_row(pg: PgSchema, session_id: str) -> tuple[str, int] | None:
 
 def test_tokens_only_grow_and_a_live_lease_is_held(pg: PgSchema) -> None:
     async def go() -> None:
-        a, b = pg.backend(), pg.backend()
-        try:
+        async with pg.opened() as a, pg.opened() as b:
             first = await a.acquire("s1", "worker-a", 30)
             assert isinstance(first, Lease)
             assert (first.session_id, first.owner, first.token) == ("s1", "worker-a", 1)
@@ -62,9 +61,6 @@ def test_tokens_only_grow_and_a_live_lease_is_held(pg: PgSchema) -> None:
             expire_now(pg, "s1")
             assert (await b.acquire("s1", "worker-b", 30)).token == 5  # expired: free
             assert (await a.acquire("other", "worker-a", 30)).token == 1  # tokens are per session
-        finally:
-            await a.close()
-            await b.close()
 
     run(go())
     assert lease_row(pg, "s1") == ("worker-b", 5)
@@ -72,13 +68,10 @@ def test_tokens_only_grow_and_a_live_lease_is_held(pg: PgSchema) -> None:
 
 def test_bad_lease_arguments_are_refused(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             for owner, ttl in (("", 1.0), ("a", 0), ("a", -1), ("a", float("nan")), ("a", float("inf"))):
                 with pytest.raises(ValueError):
                     await backend.acquire("s1", owner, ttl)
-        finally:
-            await backend.close()
 
     run(go())
 
@@ -177,8 +170,7 @@ def test_a_background_write_refused_for_lease_loss_keeps_its_batch(pg: PgSchema)
 
 def test_an_unleased_writer_is_refused_while_a_lease_is_live(pg: PgSchema) -> None:
     async def go() -> None:
-        holder, outsider = pg.backend(), pg.backend()
-        try:
+        async with pg.opened() as holder, pg.opened() as outsider:
             await holder.create(header())
             await holder.acquire("s1", "holder", 30)
             await holder.append("s1", [chunk(0)])
@@ -190,17 +182,13 @@ def test_an_unleased_writer_is_refused_while_a_lease_is_live(pg: PgSchema) -> No
             assert await outsider.stored_length("s1") == 2
             with pytest.raises(SessionConflict):
                 await holder.append("s1", [chunk(1, "late")])
-        finally:
-            await holder.close()
-            await outsider.close()
 
     run(go())
 
 
 def test_renewal_keeps_the_lease_beyond_its_ttl(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             first = await backend.acquire("s1", "me", 0.6)
             await asyncio.sleep(1.5)  # two and a half TTLs: only renewals keep it alive
@@ -210,24 +198,19 @@ def test_renewal_keeps_the_lease_beyond_its_ttl(pg: PgSchema) -> None:
             await backend.append("s1", [chunk(0)])  # still ours
             with pytest.raises(LeaseHeld):
                 await pg.backend().acquire("s1", "other", 1)
-        finally:
-            await backend.close()
 
     run(go())
 
 
 def test_a_lost_lease_is_not_renewed_back(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             await backend.acquire("s1", "me", 0.6)
             expire_now(pg, "s1")
             await asyncio.sleep(0.5)  # at least one renewal attempt
             with pytest.raises(LeaseLost):
                 await backend.append("s1", [chunk(0)])
-        finally:
-            await backend.close()
 
     run(go())
 
@@ -237,11 +220,8 @@ def test_close_releases_held_leases(pg: PgSchema) -> None:
         store = SessionStore(pg.backend())
         await store.acquire("s1", "first", 30)
         await store.close()
-        other = pg.backend()
-        try:
+        async with pg.opened() as other:
             assert (await other.acquire("s1", "second", 30)).token == 2  # no wait, no takeover
-        finally:
-            await other.close()
 
     run(go())
 

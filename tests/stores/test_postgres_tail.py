@@ -94,8 +94,7 @@ def wire_of(events: list[Event]) -> list[dict[str, object]]:
 
 def test_a_tail_starts_at_from_seq_and_can_wait_for_a_created_session(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             got: list[Event] = []
             tail = backend.tail("s1", 2)  # created here, nothing stored yet: it waits
@@ -107,30 +106,24 @@ def test_a_tail_starts_at_from_seq_and_can_wait_for_a_created_session(pg: PgSche
             await tail.aclose()
             assert [e.seq for e in got] == [2, 3, 4]
             assert [e.encode() for e in got] == [chunk(n).encode() for n in (2, 3, 4)]
-        finally:
-            await backend.close()
 
     run(go())
 
 
 def test_tailing_an_unknown_session_is_not_found(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             with pytest.raises(SessionNotFound):
                 await anext(backend.tail("nope"))
             with pytest.raises(ValueError):
                 backend.tail("nope", -1)
-        finally:
-            await backend.close()
 
     run(go())
 
 
 def test_a_waiting_tail_does_not_poll(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             await backend.append("s1", [chunk(0)])
             got: list[Event] = []
@@ -149,16 +142,13 @@ def test_a_waiting_tail_does_not_poll(pg: PgSchema) -> None:
             await asyncio.wait_for(follower, 30)
             await tail.aclose()
             assert [e.seq for e in got] == [0, 1]
-        finally:
-            await backend.close()
 
     run(go())
 
 
 def test_a_tail_resumes_after_its_connection_is_killed(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             await backend.append("s1", [chunk(n) for n in range(5)])
             got: list[Event] = []
@@ -179,16 +169,13 @@ def test_a_tail_resumes_after_its_connection_is_killed(pg: PgSchema) -> None:
             assert [e.seq for e in got] == list(range(len(got)))  # nothing missed, nothing repeated
             stored = await backend.read_exact("s1")
             assert wire_of(got) == stored.events[: len(got)]
-        finally:
-            await backend.close()
 
     run(go())
 
 
 def test_closing_a_tail_closes_its_connection(pg: PgSchema) -> None:
     async def go() -> None:
-        backend = pg.backend()
-        try:
+        async with pg.opened() as backend:
             await backend.create(header())
             await backend.append("s1", [chunk(0)])
             tail = backend.tail("s1")
@@ -198,7 +185,5 @@ def test_closing_a_tail_closes_its_connection(pg: PgSchema) -> None:
             await until(lambda: tail_pids(pg) == [])
             with contextlib.suppress(StopAsyncIteration):
                 await anext(tail)
-        finally:
-            await backend.close()
 
     run(go())

@@ -1,6 +1,8 @@
-"""``SqliteBackend``: round trip, seq checks, atomicity, racing writers, schema versions, corruption.
+"""``SqliteBackend``: the rows it writes, atomicity, racing writers, schema versions, corruption.
 
-Row-level tests write unpacked (one row per event); packed chunk rows have their own tests.
+What every backend does (round trip, seq checks, ids, list, repair, two writers) is the store
+contract, run here as ``TestSqliteContract``. Row-level tests write unpacked (one row per event);
+packed chunk rows have their own tests.
 """
 
 from __future__ import annotations
@@ -14,29 +16,34 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import msgspec
 import pytest
 
 import harness.stores.sqlite as sqlite_module
 from harness.errors import (
     CorruptSession,
-    InvalidSessionId,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
-    SessionNotFound,
     StorageError,
     UnsupportedFormat,
 )
 from harness.events.event import Event
 from harness.events.json import loads
-from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, StoredLog
 from harness.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteBackend
 from harness.stores.store import SessionStore
-from harness.stores.summary import summarize
 from tests.stores.contract import StoreContract
-from tests.stores.helpers import chunk, header, run, sample_events, wire
+from tests.stores.helpers import (
+    check_listed_oldest_first,
+    chunk,
+    corruptions,
+    full_header,
+    header,
+    run,
+    sample_events,
+    wire,
+    write_samples,
+)
 
 T = TypeVar("T")
 
@@ -74,86 +81,23 @@ class TestSqliteContract(StoreContract):
         return SqliteBackend(tmp_path / "sessions.db")
 
 
-# -- round trip -------------------------------------------------------------------------------------
+# -- rows -------------------------------------------------------------------------------------------
 
 
-def test_is_a_backend(backend: SqliteBackend) -> None:
-    assert isinstance(backend, Backend)
-
-
-def test_round_trip_is_lossless_and_keeps_key_order(db: Path, backend: SqliteBackend) -> None:
+def test_the_stored_line_is_the_wire_line(db: Path, backend: SqliteBackend) -> None:
+    """The lossless round trip itself is in the store contract; here, the rows it leaves."""
     events = sample_events()
-
-    async def go() -> StoredLog:
-        await backend.create(header())
-        await backend.append("s1", events[:2])
-        await backend.append("s1", events[2:])
-        assert await backend.stored_length("s1") == len(events)
-        return await backend.read_exact("s1")
-
-    log = run(go())
+    log = run(write_samples(backend))
     assert log.torn is None
     assert log.location is None
-    assert log.header == SessionHeader(**{**msgspec.structs.asdict(header()), "delegation_depth": 0})
-    assert log.events == wire(events)
-    for got, event in zip(log.events, events, strict=True):
-        assert list(got) == list(loads(event.encode()))
-        assert list(got["data"] or {}) == list(event.to_json()["data"] or {})
     # the stored line is exactly the wire line the event encodes to
     assert [line.encode() for _, line in rows(db, "s1")] == [event.encode() for event in events]
 
 
-def test_data_survives_reopening_the_file(db: Path) -> None:
-    events = sample_events()
-
-    async def write() -> None:
-        store = SqliteBackend(db, pack_chunks=False)
-        await store.create(header())
-        await store.append("s1", events)
-        await store.close()
-
-    async def read() -> StoredLog:
-        store = SqliteBackend(db, pack_chunks=False)
-        try:
-            return await store.read_exact("s1")
-        finally:
-            await store.close()
-
-    run(write())
-    log = run(read())
-    assert log.events == wire(events)
-    assert log.header.to_json() == {**header().to_json(), "delegationDepth": 0}
-
-
-def test_read_returns_fresh_objects(backend: SqliteBackend) -> None:
-    async def go() -> None:
-        await backend.create(header())
-        await backend.append("s1", [chunk(0)])
-        first = await backend.read_exact("s1")
-        first.events[0]["data"]["turn"] = 99
-        assert (await backend.read_exact("s1")).events[0]["data"]["turn"] == 1
-
-    run(go())
-
-
-def test_header_fields_are_stored(db: Path, backend: SqliteBackend) -> None:
-    full = SessionHeader(
-        id="child",
-        created_at=5,
-        cwd="/a",
-        parent_session="parent",
-        seed_length=3,
-        origin="subagent",
-        delegation_depth=2,
-        agent_preset="minimal",
-    )
-
-    async def go() -> StoredLog:
-        await backend.create(full)
-        await backend.append("child", [chunk(0)])
-        return await backend.read_exact("child")
-
-    assert run(go()).header == full
+def test_header_fields_are_stored_in_the_session_row(db: Path, backend: SqliteBackend) -> None:
+    full = full_header()  # that it reads back is in the store contract
+    run(backend.create(full))
+    run(backend.append("child", [chunk(0)]))
     with raw(db) as conn:
         row = conn.execute(
             "SELECT version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, "
@@ -163,102 +107,26 @@ def test_header_fields_are_stored(db: Path, backend: SqliteBackend) -> None:
     assert loads(row[8]) == {"type": "session", **full.to_json(line=True)}
 
 
-# -- create, ids ------------------------------------------------------------------------------------
-
-
-def test_create_alone_writes_nothing_and_is_not_listed(db: Path, backend: SqliteBackend) -> None:
-    async def go() -> None:
-        await backend.create(header())
-        assert await backend.stored_length("s1") == 0
-        assert await backend.list() == []
-        with pytest.raises(SessionNotFound, match="never appended"):
-            await backend.read_exact("s1")
-        await backend.append("s1", [])  # empty batch: a no-op
-        assert await backend.stored_length("s1") == 0
-
-    run(go())
+def test_create_alone_and_an_empty_batch_write_no_row(db: Path, backend: SqliteBackend) -> None:
+    run(backend.create(header()))
+    run(backend.append("s1", []))
     with raw(db) as conn:
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
 
 
-def test_create_known_id_is_refused(db: Path, backend: SqliteBackend) -> None:
+# -- reappends and atomicity ------------------------------------------------------------------------
+
+
+def test_reappending_stored_seqs_is_a_conflict(db: Path, backend: SqliteBackend) -> None:
+    """No idempotent retries here (``PostgresBackend`` has them); the other seq checks are in the
+    store contract."""
+
     async def go() -> None:
         await backend.create(header())
-        with pytest.raises(SessionExists):
-            await backend.create(header())
-        await backend.append("s1", [chunk(0)])
-        with pytest.raises(SessionExists):
-            await backend.create(header())
-        other = SqliteBackend(db, pack_chunks=False)
-        try:
-            with pytest.raises(SessionExists):
-                await other.create(header())
-        finally:
-            await other.close()
-
-    run(go())
-
-
-def test_unknown_and_invalid_ids(backend: SqliteBackend) -> None:
-    async def go() -> None:
-        with pytest.raises(SessionNotFound):
-            await backend.read_exact("nope")
-        with pytest.raises(SessionNotFound):
-            await backend.stored_length("nope")
-        with pytest.raises(SessionNotFound):
-            await backend.append("nope", [chunk(0)])
-        with pytest.raises(SessionNotFound):
-            await backend.append("nope", [])
-        for bad in ("", "a\x00b"):
-            with pytest.raises(InvalidSessionId):
-                await backend.read_exact(bad)
-            with pytest.raises(InvalidSessionId):
-                await backend.append(bad, [chunk(0)])
-
-    run(go())
-
-
-def test_lost_reservation_conflicts_once(db: Path) -> None:
-    async def go() -> None:
-        first, second = SqliteBackend(db, pack_chunks=False), SqliteBackend(db, pack_chunks=False)
-        try:
-            await first.create(header())
-            await second.create(header())
-            await first.append("s1", [chunk(0)])
-            with pytest.raises(SessionConflict) as info:
-                await second.append("s1", [chunk(0, "mine")])
-            assert (info.value.expected, info.value.got) == (1, 0)
-            assert await second.stored_length("s1") == 1
-            await second.append("s1", [chunk(1)])
-            assert [e["data"]["chunk"]["text"] for e in (await first.read_exact("s1")).events] == ["hi", "hi"]
-        finally:
-            await first.close()
-            await second.close()
-
-    run(go())
-
-
-# -- seq checks and atomicity -----------------------------------------------------------------------
-
-
-def test_wrong_first_seq_and_reappend_conflict_without_writing(db: Path, backend: SqliteBackend) -> None:
-    async def go() -> None:
-        await backend.create(header())
-        with pytest.raises(
-            SessionConflict, match=r"append seq mismatch .* expected 0 at index 0, got 1"
-        ) as info:
-            await backend.append("s1", [chunk(1)])
-        assert (info.value.expected, info.value.got) == (0, 1)
         await backend.append("s1", [chunk(0), chunk(1), chunk(2)])
         with pytest.raises(SessionConflict, match="expected 3 at index 0, got 1") as info:
             await backend.append("s1", [chunk(1), chunk(2), chunk(3)])  # re-append of stored seqs
         assert (info.value.expected, info.value.got) == (3, 1)
-        with pytest.raises(SessionConflict, match="expected 3 at index 0, got 0"):
-            await backend.append("s1", [chunk(0)])
-        with pytest.raises(SessionConflict, match="expected 5 at index 2, got 6"):
-            await backend.append("s1", [chunk(3), chunk(4), chunk(6)])  # a gap inside the batch
-        with pytest.raises(SessionConflict, match="expected 4 at index 1, got 3"):
-            await backend.append("s1", [chunk(3), chunk(3)])
         assert await backend.stored_length("s1") == 3
         assert len((await backend.read_exact("s1")).events) == 3
 
@@ -306,19 +174,6 @@ def test_failing_first_append_leaves_no_session(db: Path, backend: SqliteBackend
         assert await backend.stored_length("s1") == 0  # still reserved
         await backend.append("s1", [chunk(0), chunk(1)])
         assert len((await backend.read_exact("s1")).events) == 2
-
-    run(go())
-
-
-def test_repair_appends_closers(backend: SqliteBackend) -> None:
-    async def go() -> None:
-        await backend.create(header())
-        await backend.append("s1", [Event.create("turn/start", 0, 5, {"turn": 1})])
-        log = await backend.read_exact("s1")
-        assert log.torn is None
-        closers = [Event.create("turn/end", 1, 5, {"turn": 1, "reason": {"kind": "interrupted"}})]
-        await backend.repair("s1", log, closers)
-        assert (await backend.read_exact("s1")).events == [*log.events, *wire(closers)]
 
     run(go())
 
@@ -379,32 +234,6 @@ async def _read(db: Path, session_id: str) -> StoredLog:
         await store.close()
 
 
-def test_two_backends_racing_for_the_same_seq(db: Path) -> None:
-    async def go() -> None:
-        a, b = SqliteBackend(db, pack_chunks=False), SqliteBackend(db, pack_chunks=False)
-        try:
-            await a.create(header("race"))
-            await a.append("race", [chunk(0)])
-            for round_ in range(10):
-                n = 1 + round_ * 2
-                results = await asyncio.gather(
-                    a.append("race", [chunk(n, "a"), chunk(n + 1, "a")]),
-                    b.append("race", [chunk(n, "b"), chunk(n + 1, "b")]),
-                    return_exceptions=True,
-                )
-                assert sum(r is None for r in results) == 1, results
-                assert sum(isinstance(r, SessionConflict) for r in results) == 1, results
-            events = (await b.read_exact("race")).events
-            assert [e["seq"] for e in events] == list(range(21))
-            for n in range(1, 21, 2):  # each pair was written by one backend
-                assert events[n]["data"]["chunk"]["text"] == events[n + 1]["data"]["chunk"]["text"]
-        finally:
-            await a.close()
-            await b.close()
-
-    run(go())
-
-
 def test_two_backends_in_threads_never_interleave(db: Path) -> None:
     async def go() -> list[int]:
         first = SqliteBackend(db, pack_chunks=False)
@@ -438,69 +267,12 @@ def test_two_processes_racing_on_a_fresh_file(db: Path) -> None:
     check_race_log(db, 2, batches)
 
 
-# -- many sessions in one file ----------------------------------------------------------------------
-
-
-def test_sessions_are_isolated(db: Path, backend: SqliteBackend) -> None:
-    ids = ["a", "b/c", "..", ".", "~x", "开发", "\ud800lone", " spaced ", "a'; DROP TABLE events; --"]
-    ids += [f"session-{n}" for n in range(20)]
-
-    async def go() -> None:
-        for n, session_id in enumerate(ids):
-            await backend.create(header(session_id, created_at=n))
-        for seq in range(3):
-            for n, session_id in enumerate(ids):
-                if seq <= n % 3:
-                    await backend.append(session_id, [chunk(seq, f"{session_id}:{seq}")])
-        for n, session_id in enumerate(ids):
-            log = await backend.read_exact(session_id)
-            assert log.header.id == session_id
-            assert [e["data"]["chunk"]["text"] for e in log.events] == [
-                f"{session_id}:{seq}" for seq in range(n % 3 + 1)
-            ]
-            assert await backend.stored_length(session_id) == n % 3 + 1
-        listed = await backend.list()
-        assert [info.id for info in listed] == ids
-        assert [info.event_count for info in listed] == [n % 3 + 1 for n in range(len(ids))]
-
-    run(go())
-
-
 # -- list -------------------------------------------------------------------------------------------
 
 
-def test_list_fields_match_summarize(db: Path, backend: SqliteBackend) -> None:
-    async def go() -> None:
-        await backend.create(header("one", cwd="/w/one", created_at=10))
-        await backend.create(header("two", cwd=None, created_at=20))
-        await backend.create(header("never", created_at=5))
-        await backend.append("one", sample_events())
-        await backend.append("one", [Event.create("session/title", 6, 2000, {"title": 7})])  # not a string
-        await backend.append("one", [Event.create("plugin/x", 7, 1500, {})])
-        await backend.append("two", [Event.create("session/title", 0, 30, {"title": "a"})])
-        await backend.append("two", [Event.create("session/title", 1, 40, {"title": "b"}), chunk(2, time=35)])
-        listed = await backend.list()
-        assert [info.id for info in listed] == ["one", "two"]
-        one, two = listed
-        assert (one.created_at, one.cwd, one.event_count, one.last_activity, one.title) == (
-            10,
-            "/w/one",
-            8,
-            1500,
-            "first",
-        )
-        assert (two.created_at, two.cwd, two.event_count, two.last_activity, two.title) == (
-            20,
-            None,
-            3,
-            35,
-            "b",
-        )
-        for info in listed:
-            log = await backend.read_exact(info.id)
-            assert info == summarize(log.header, log.events, location=str(db))
-
-    run(go())
+def test_list_is_oldest_first_and_names_the_database(db: Path, backend: SqliteBackend) -> None:
+    """That ``list`` agrees with ``summarize`` is in the store contract; order and place are ours."""
+    run(check_listed_oldest_first(backend, str(db)))
 
 
 # -- corruption -------------------------------------------------------------------------------------
@@ -523,38 +295,11 @@ def _execute(db: Path, sql: str, *params: Any) -> None:
         conn.execute(sql, params)
 
 
-CORRUPTIONS: list[tuple[str, tuple[Any, ...], str]] = [
-        (
-            "UPDATE events SET line = ? WHERE seq = 2",
-            ('{"type":"assistant/chunk","seq":2,',),
-            "unparsable committed event at seq 2",
-        ),
-        ("UPDATE events SET line = ? WHERE seq = 1", ("NaN",), "unparsable committed event at seq 1"),
-        ("UPDATE events SET line = ? WHERE seq = 1", ("[1]",), "row at seq 1 does not hold"),
-        (
-            "UPDATE events SET line = replace(line, '\"seq\":3', '\"seq\":7') WHERE seq = 3",
-            (),
-            "row at seq 3",
-        ),
-        ("DELETE FROM events WHERE seq = 1", (), "seq gap in committed region: expected seq 1, found 2"),
-        ("DELETE FROM events WHERE seq = 3", (), "4 events recorded but 3 rows stored"),
-        ("UPDATE sessions SET header = ?", ("{",), "header is not a JSON object"),
-        (
-            "UPDATE sessions SET header = ?",
-            ('{"type":"session","version":0,"id":"s1"}',),
-            "invalid session header",
-        ),
-        (
-            "UPDATE sessions SET header = ?",
-            ('{"type":"x","version":0,"id":"s1","createdAt":1}',),
-            "not tagged",
-        ),
-        (
-            "UPDATE sessions SET header = ?",
-            ('{"type":"session","version":0,"id":"other","createdAt":1,"delegationDepth":0}',),
-            "does not match session id",
-        ),
-]
+CORRUPTIONS = corruptions(
+    "?",
+    ("DELETE FROM events WHERE seq = 1", (), "seq gap in committed region: expected seq 1, found 2"),
+    ("DELETE FROM events WHERE seq = 3", (), "4 events recorded but 3 rows stored"),
+)
 
 
 @pytest.mark.parametrize(("sql", "params", "match"), CORRUPTIONS)
@@ -741,12 +486,6 @@ def test_closed_backend_refuses_calls(db: Path) -> None:
             await store.append("s1", [chunk(0)])
 
     run(go())
-
-
-def test_backend_works_across_event_loops(db: Path, backend: SqliteBackend) -> None:
-    run(backend.create(header()))
-    run(backend.append("s1", [chunk(0)]))
-    assert run(backend.stored_length("s1")) == 1
 
 
 # -- packed chunk rows ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """``MemoryBackend``: the backend contract kept in process memory (tests, tools, caches).
 
-It stores each event as its encoded wire line and decodes on ``read``, so a
-session restored from it goes through exactly the path a file would.
+It stores the header line and each event as its encoded wire line and decodes
+on ``read``, so a session restored from it goes through exactly the path a file
+would, and ids are checked on every call as a file backend checks them.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Sequence
 
 from harness.errors import SessionExists, SessionNotFound
 from harness.events.event import Event
-from harness.events.json import loads
-from harness.session.header import SessionHeader
+from harness.events.json import dumps, loads
+from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import SessionInfo, StoredLog, check_batch
 from harness.stores.ids import check_session_id
 from harness.stores.summary import summarize
@@ -23,17 +24,22 @@ class MemoryBackend:
     """Sessions in a dict. Durable for the life of the object only."""
 
     def __init__(self) -> None:
-        self._headers: dict[str, SessionHeader] = {}
+        self._headers: dict[str, bytes] = {}  # the header line
         self._lines: dict[str, list[bytes]] = {}
 
     async def create(self, header: SessionHeader) -> None:
         check_session_id(header.id)
+        validate_header(header)
         if header.id in self._headers:
             raise SessionExists(f"session {header.id!r} already exists")
-        self._headers[header.id] = header
+        self._headers[header.id] = dumps(header.to_json(line=True))
         self._lines[header.id] = []
 
+    def _header(self, session_id: str) -> SessionHeader:
+        return validate_header(loads(self._headers[session_id]), session_id)
+
     def _known(self, session_id: str) -> list[bytes]:
+        check_session_id(session_id)
         lines = self._lines.get(session_id)
         if lines is None:
             raise SessionNotFound(f"no session {session_id!r}")
@@ -50,7 +56,7 @@ class MemoryBackend:
         lines = self._known(session_id)
         if not lines:
             raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-        return StoredLog(self._headers[session_id], [loads(line) for line in lines])
+        return StoredLog(self._header(session_id), [loads(line) for line in lines])
 
     async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
         await self.append(session_id, closers)
@@ -62,8 +68,7 @@ class MemoryBackend:
         out = []
         for session_id, lines in self._lines.items():
             if lines:
-                header = self._headers[session_id]
-                out.append(summarize(header, [loads(line) for line in lines]))
+                out.append(summarize(self._header(session_id), [loads(line) for line in lines]))
         return out
 
     async def close(self) -> None:

@@ -100,6 +100,10 @@ class _Cursor:
         self.scan = scan if scan.torn is not None else None
 
 
+class _PublishedElsewhere(Exception):
+    """Publishing found a log already at the path: another writer created the id first."""
+
+
 def _io_error(action: str, path: str, error: OSError) -> PersistenceFailed:
     failed = PersistenceFailed(f"{action} {path} failed: {error}")
     failed.__cause__ = error
@@ -256,8 +260,22 @@ class JsonlBackend:
             length = batch[-1].seq + 1
             if cursor.published:
                 await self._run(self._append_sync, cursor, lines, length)
-            else:
+                return
+            try:
                 await self._run(self._publish_sync, cursor, lines, length)
+                return
+            except _PublishedElsewhere:
+                # Another writer published this id first: our reservation lapses, and
+                # the caller may go on from the stored length like any other writer.
+                if self._cursors.get(session_id) is cursor:
+                    del self._cursors[session_id]
+        stored = await self._cursor(session_id)
+        raise SessionConflict(
+            f"append seq mismatch for session {session_id!r}: it was created and written by "
+            f"another writer (expected {stored.length} at index 0, got {batch[0].seq})",
+            expected=stored.length,
+            got=batch[0].seq,
+        )
 
     def _make_dir(self, path: str) -> None:
         """Create ``path`` (0700) and any missing parents, then fsync the parent."""
@@ -282,7 +300,7 @@ class JsonlBackend:
         except OSError as error:
             raise _io_error("creating the directories of", path, error) from error
         if os.path.lexists(path):
-            raise SessionExists(f"refusing to publish session {header.id!r}: a log already exists at {path}")
+            raise _PublishedElsewhere(path)
         opposite = layout.opposite_log_path(header.cwd, header.id)
         if os.path.lexists(opposite):
             raise layout.encoding_mismatch(opposite)
@@ -301,9 +319,7 @@ class JsonlBackend:
             ops.link(temp, path)
         except FileExistsError:
             self._discard(temp)
-            raise SessionConflict(
-                f"refusing to publish session {header.id!r}: another writer published a log at {path} first"
-            ) from None
+            raise _PublishedElsewhere(path) from None
         except OSError as error:
             self._discard(temp)
             raise _io_error("publishing", path, error) from error
