@@ -14,9 +14,11 @@ appended before the call is durable, and raises ``PersistenceFailed`` (keeping t
 events queued) otherwise. Writes and the drain run as tasks of their own that
 callers only wait for: cancelling a flush (a timeout, a cancelled task) stops the
 wait, never a write halfway, so no batch is dropped and no backend call is cut
-short while its thread or server goes on. After a failure whose outcome is unknown, the next
-attempt first asks the backend how much it holds and drops the events it already
-committed (after checking they are the same), so a retry never duplicates or loses.
+short while its thread or server goes on. After a failure whose outcome is
+unknown, the next attempt first asks the backend how much it holds and drops the
+events it already committed (after checking they are the same), so a retry never
+duplicates or loses. A definite refusal (``SessionConflict``, ``LeaseLost``,
+``LeaseHeld``: nothing was written) needs no such check.
 """
 
 from __future__ import annotations
