@@ -27,5 +27,12 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/core.py
 
+# The peers (OpenAI Agents SDK, Google ADK, LangGraph) next to ours, in one run; e.g.
+# `make bench-peers BENCH_ARGS=--quick`. The peers come from the optional `bench` extra.
+.PHONY: bench-peers
+bench-peers: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(BIN)/python bench/peers.py $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
