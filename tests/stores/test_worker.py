@@ -95,7 +95,7 @@ def test_idle_threads_end_and_new_calls_start_one_again() -> None:
     deadline = time.monotonic() + 10
     while workers._threads and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert workers._threads == 0 and workers._waiting == 0
+    assert workers._threads == 0 and not workers._idle
     assert workers.call(abs, -3) == 3  # and it starts again
     workers.close()
 
@@ -142,3 +142,26 @@ def test_a_forked_child_starts_its_own_threads_or_refuses_clearly() -> None:
     assert "belongs to process" in results.get(timeout=5)
     shared.close()
     pinned.close()
+
+
+def test_calls_from_many_threads_all_complete_while_threads_come_and_go() -> None:
+    workers = BlockingWorkers("t", threads=3, idle_s=0.0002)
+    errors: list[BaseException] = []
+
+    def caller(offset: int) -> None:
+        try:
+            for index in range(300):
+                assert workers.call(lambda n: n * 2, offset + index) == 2 * (offset + index)
+                if index % 37 == 0:
+                    time.sleep(0.001)  # let threads idle out now and then
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    callers = [threading.Thread(target=caller, args=(1000 * n,)) for n in range(6)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join(60)
+    assert not errors and not any(thread.is_alive() for thread in callers)
+    assert workers._threads <= 3
+    workers.close()

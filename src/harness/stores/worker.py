@@ -18,24 +18,32 @@ import contextlib
 import os
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["BlockingWorkers"]
 
 _T = TypeVar("_T")
 _Job = tuple[Callable[..., Any], tuple[Any, ...], Callable[[Any, BaseException | None], None]]
-_STOP: Final = None
+
+
+_Mailbox = queue.SimpleQueue[_Job | None]
+"""Where an idle thread waits for its next call (``None``: end)."""
 
 
 class BlockingWorkers:
     """Runs blocking calls on up to ``threads`` daemon threads, started on demand.
 
-    Calls are taken in the order they were handed over; with one thread they also
-    finish in that order. With ``idle_s`` a thread ends after that long without
-    work; with ``None`` threads live until ``close`` (a SQLite connection must stay
-    on the thread that opened it). In a forked child a pool starts new threads, or,
-    with ``idle_s=None``, refuses with ``RuntimeError`` instead of waiting forever.
+    A call goes straight to an idle thread (the most recently idle one, so a steady
+    caller keeps one warm thread while the others idle out), else to a new thread,
+    else waits in a backlog the busy threads take in order; with one thread calls
+    also finish in order. The bookkeeping is exact: a burst of calls for different
+    sessions gets as many threads as it needs, up to ``threads``.
+    With ``idle_s`` a thread ends after that long without work; with ``None``
+    threads live until ``close`` (a SQLite connection must stay on the thread that
+    opened it). In a forked child a pool starts new threads, or, with
+    ``idle_s=None``, refuses with ``RuntimeError`` instead of waiting forever.
     """
 
     def __init__(self, name: str, *, threads: int = 1, idle_s: float | None = 5.0) -> None:
@@ -44,10 +52,10 @@ class BlockingWorkers:
         self._name = name
         self._most = threads
         self._idle_s = idle_s
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._idle: list[_Mailbox] = []  # threads waiting for a call, most recently idle last
+        self._backlog: deque[_Job] = deque()  # calls waiting for a thread (all are busy)
         self._threads = 0  # alive
-        self._waiting = 0  # blocked in get(), ready for a job (never more than _threads)
         self._closed = False
         self._pid = os.getpid()
 
@@ -85,8 +93,10 @@ class BlockingWorkers:
             if self._closed:
                 return
             self._closed = True
-            for _ in range(self._threads):
-                self._jobs.put(_STOP)
+            for idle in self._idle:
+                idle.put(None)  # end
+            self._threads -= len(self._idle)
+            self._idle.clear()
 
     def _submit(self, job: _Job) -> None:
         if self._pid != os.getpid():
@@ -94,10 +104,13 @@ class BlockingWorkers:
         with self._lock:
             if self._closed:
                 raise RuntimeError(f"worker pool {self._name} is closed")
-            self._jobs.put(job)
-            if self._waiting == 0 and self._threads < self._most:
+            if self._idle:
+                self._idle.pop().put(job)
+            elif self._threads < self._most:
                 self._threads += 1
-                threading.Thread(target=self._main, name=self._name, daemon=True).start()
+                threading.Thread(target=self._main, args=(job,), name=self._name, daemon=True).start()
+            else:
+                self._backlog.append(job)
 
     def _after_fork(self) -> None:
         """In a forked child the parent's threads are gone: start afresh, or refuse when the
@@ -106,37 +119,48 @@ class BlockingWorkers:
             raise RuntimeError(
                 f"worker pool {self._name} belongs to process {self._pid}: open a new one in this process"
             )
-        self._jobs = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._threads = self._waiting = 0
+        self._idle = []
+        self._backlog = deque()
+        self._threads = 0
         self._pid = os.getpid()
 
-    def _main(self) -> None:
-        jobs, lock = self._jobs, self._lock
-        while True:
+    def _main(self, job: _Job | None) -> None:
+        mailbox: _Mailbox = queue.SimpleQueue()
+        timeout = self._idle_s
+        while job is not None:
+            _call(job)
+            job = self._next(mailbox, timeout)
+
+    def _next(self, mailbox: _Mailbox, timeout: float | None) -> _Job | None:
+        """The next call for this thread, or ``None`` when it should end."""
+        lock = self._lock
+        with lock:
+            if self._backlog:
+                return self._backlog.popleft()
+            if self._closed:
+                self._threads -= 1
+                return None
+            self._idle.append(mailbox)
+        try:
+            return mailbox.get(timeout=timeout)
+        except queue.Empty:
             with lock:
-                self._waiting += 1
-            try:
-                job = jobs.get(timeout=self._idle_s)
-            except queue.Empty:
-                with lock:  # a job put before this check is seen; one put after starts a thread
-                    self._waiting -= 1
-                    if jobs.empty():
-                        self._threads -= 1
-                        return
-                continue
-            with lock:
-                self._waiting -= 1
-            if job is _STOP:
-                return
-            fn, args, done = job
-            try:
-                result = fn(*args)
-            except BaseException as error:
-                done(None, error)
-            else:
-                done(result, None)
-            del job, fn, args, done  # hold nothing while idle
+                if mailbox in self._idle:  # nobody handed it a call: end
+                    self._idle.remove(mailbox)
+                    self._threads -= 1
+                    return None
+            return mailbox.get()  # a call was handed over just now
+
+
+def _call(job: _Job) -> None:
+    fn, args, done = job
+    try:
+        result = fn(*args)
+    except BaseException as error:
+        done(None, error)
+    else:
+        done(result, None)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
