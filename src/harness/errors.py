@@ -66,6 +66,7 @@ __all__ = [
     "SummaryFailed",
     "SurfaceRuleError",
     "UnsupportedFormat",
+    "WriteRefused",
 ]
 
 
@@ -146,7 +147,12 @@ class InvalidSessionId(StorageError, ValueError):
     """The id cannot be stored (empty, not a string, or it would escape the storage root)."""
 
 
-class SessionConflict(StorageError):
+class WriteRefused(StorageError):
+    """A backend refused a write outright: nothing of it was written (a conflict, or a lease
+    another writer holds or took). Unlike a failed write, its outcome is never in doubt."""
+
+
+class SessionConflict(WriteRefused):
     """Another writer got there first: a batch's first seq is not the stored length.
 
     Nothing of the batch was written. ``expected`` is the seq the backend holds next,
@@ -184,7 +190,7 @@ class PersistenceFailed(StorageError):
     """A write or fsync failed. The events stay queued; the next flush retries them."""
 
 
-class LeaseHeld(StorageError):
+class LeaseHeld(WriteRefused):
     """Another owner holds an unexpired lease on the session (``acquire`` without ``takeover``,
     or an append by a writer holding no lease). ``owner`` is the holder, ``expires_at`` the
     end of its lease in epoch ms (server clock), when known."""
@@ -195,7 +201,7 @@ class LeaseHeld(StorageError):
         self.expires_at = expires_at
 
 
-class LeaseLost(StorageError):
+class LeaseLost(WriteRefused):
     """The writer's lease expired or was taken over: its append was refused and nothing was
     written. Unflushed events stay queued in memory; acquire the lease again to go on.
     ``token`` is the fencing token the refused writer held."""

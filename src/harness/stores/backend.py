@@ -32,6 +32,7 @@ import msgspec
 
 from harness.errors import SessionConflict
 from harness.events.event import Event
+from harness.events.json import json_equal, loads
 from harness.session.header import SessionHeader
 
 __all__ = [
@@ -57,6 +58,12 @@ def check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
                 expected=expected,
                 got=batch[0].seq,
             )
+
+
+def stored_equals(stored: Any, event: Event) -> bool:
+    """True when a stored wire event is ``event`` by serialized JSON: the test FORMAT §10 sets
+    for adopting a stored log, and the one a retried write uses for what already landed."""
+    return bool(json_equal(stored, loads(event.encode())))
 
 
 class TornTail(msgspec.Struct, frozen=True):

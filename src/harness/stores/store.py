@@ -28,10 +28,17 @@ from harness.errors import (
 )
 from harness.events.collector import collector_paused
 from harness.events.event import Event
-from harness.events.json import json_equal, loads
 from harness.session.header import SessionHeader
 from harness.session.session import Session
-from harness.stores.backend import Backend, SessionInfo, StoredLog, StreamRejected, WireStream, read_whole
+from harness.stores.backend import (
+    Backend,
+    SessionInfo,
+    StoredLog,
+    StreamRejected,
+    WireStream,
+    read_whole,
+    stored_equals,
+)
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease, LeasingBackend, TailingBackend
 from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
@@ -151,7 +158,7 @@ def _check_adoptable(session: Session, log: StoredLog) -> None:
             got=len(events),
         )
     for seq, wire in enumerate(log.events):
-        if not json_equal(wire, loads(events[seq].encode())):
+        if not stored_equals(wire, events[seq]):
             raise SessionConflict(
                 f"cannot adopt session {session.id!r}: stored event {seq} differs from the live one",
                 expected=len(log.events),

@@ -17,8 +17,8 @@ wait, never a write halfway, so no batch is dropped and no backend call is cut
 short while its thread or server goes on. After a failure whose outcome is
 unknown, the next attempt first asks the backend how much it holds and drops the
 events it already committed (after checking they are the same), so a retry never
-duplicates or loses. A definite refusal (``SessionConflict``, ``LeaseLost``,
-``LeaseHeld``: nothing was written) needs no such check.
+duplicates or loses. A ``WriteRefused`` (a conflict, a lost or held lease: nothing
+was written) needs no such check.
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from harness.errors import LeaseHeld, LeaseLost, PersistenceFailed, SessionConflict, StorageError
+from harness.errors import PersistenceFailed, SessionConflict, StorageError, WriteRefused
 from harness.events.event import Event
-from harness.events.json import json_equal, loads
-from harness.stores.backend import Backend, read_whole
+from harness.stores.backend import Backend, read_whole, stored_equals
 
 __all__ = ["DEFAULT_WINDOW_S", "WriteBehind"]
 
@@ -126,9 +125,7 @@ class WriteBehind:
         if committed:
             log = await read_whole(self._backend, self._id)
             for event in committed:
-                if event.seq >= len(log.events) or not json_equal(
-                    log.events[event.seq], loads(event.encode())
-                ):
+                if event.seq >= len(log.events) or not stored_equals(log.events[event.seq], event):
                     raise SessionConflict(
                         f"session {self._id!r}: stored event {event.seq} differs from the one being retried",
                         expected=stored,
@@ -148,8 +145,8 @@ class WriteBehind:
         self._queue = []
         try:
             await self._backend.append(self._id, batch)
-        except (SessionConflict, LeaseLost, LeaseHeld) as refusal:
-            # Definite refusals: nothing was written, so the retry needs no resync.
+        except WriteRefused as refusal:
+            # Nothing was written, so the retry needs no resync.
             self._queue = batch + self._queue
             self.last_error = refusal
             raise
