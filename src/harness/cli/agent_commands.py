@@ -17,7 +17,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -214,17 +214,27 @@ def _is_closer(event: Event) -> bool:
     return False
 
 
+# Options several commands share (one definition each).
+ModelOption = Annotated[str, typer.Option("--model", envvar="HARNESS_MODEL", help="Model id.")]
+EffortOption = Annotated[
+    str | None,
+    typer.Option("--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."),
+]
+WorkspaceOption = Annotated[
+    str | None, typer.Option("--workspace", "-w", help="Workspace root (default: cwd).")
+]
+SessionOption = Annotated[str | None, typer.Option("--session", help="Continue this stored session.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-changing tool call.")]
+
 @app.command()
 def run(
     ctx: typer.Context,
     task: str = typer.Argument(..., help="What the agent should do."),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
-    effort: str | None = typer.Option(
-        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
-    ),
-    workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
-    session_id: str | None = typer.Option(None, "--session", help="Continue this stored session."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Allow every world-changing tool call."),
+    model: ModelOption = DEFAULT_MODEL,
+    effort: EffortOption = None,
+    workspace: WorkspaceOption = None,
+    session_id: SessionOption = None,
+    yes: YesOption = False,
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one task headless. Exit 0 when the turn completes."""
@@ -268,11 +278,9 @@ def resume(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     prompt: str = typer.Argument(RESUME_PROMPT, help="The message that continues the session."),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
-    effort: str | None = typer.Option(
-        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
-    ),
-    workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
+    model: ModelOption = DEFAULT_MODEL,
+    effort: EffortOption = None,
+    workspace: WorkspaceOption = None,
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Continue past blocking findings and allow world-changing calls."
     ),
@@ -348,7 +356,7 @@ def check(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     model: str | None = typer.Option(None, "--model", envvar="HARNESS_MODEL", help="Model id to compare."),
-    workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
+    workspace: WorkspaceOption = None,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Check the outside world against a stored session (writes nothing). Exit 0 when nothing
@@ -380,13 +388,11 @@ def check(
 @app.command()
 def chat(
     ctx: typer.Context,
-    model: str = typer.Option(DEFAULT_MODEL, "--model", envvar="HARNESS_MODEL", help="Model id."),
-    effort: str | None = typer.Option(
-        None, "--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."
-    ),
-    workspace: str | None = typer.Option(None, "--workspace", "-w", help="Workspace root (default: cwd)."),
-    session_id: str | None = typer.Option(None, "--session", help="Continue this stored session."),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Allow every world-changing tool call."),
+    model: ModelOption = DEFAULT_MODEL,
+    effort: EffortOption = None,
+    workspace: WorkspaceOption = None,
+    session_id: SessionOption = None,
+    yes: YesOption = False,
 ) -> None:
     """Talk with the agent. /exit leaves; /compact is reserved for compaction."""
     root = _workspace(workspace)
