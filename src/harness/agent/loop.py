@@ -14,7 +14,9 @@ Cancel (``cancel`` event, or ``Agent.cancel()``): the provider stops, the delive
 and reasoning are saved as an ``interrupted`` assistant message, calls not yet started
 get ``ABORTED_BEFORE_DISPATCH`` results, and the turn ends ``aborted``. A provider failure
 ends the turn ``error`` with the provider's ``LlmFailure``; its chunks stay in the log,
-no message is written for the failed attempt.
+no message is written for the failed attempt. When the provider is a ``RetryingProvider``
+and its policy retries the failure, the step goes on instead: ``llm/retry`` (durable), the
+wait, ``llm/retry-started``, the request again (``harness.agent.retries``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import msgspec
 
 from harness.agent.approval import ApprovalRequest, Approver, FixedApprover, PolicyTracker
 from harness.agent.assembly import StreamAssembly
+from harness.agent.retries import RetryRunner, Sleep
 from harness.compaction import (
     CompactionPolicy,
     OverflowRecovery,
@@ -49,7 +52,7 @@ from harness.messages.stream import (
     FinishReason,
     StreamChunk,
 )
-from harness.providers.base import Provider
+from harness.providers.base import Provider, RetryingProvider
 from harness.recovery import WORKSPACE_BASELINE, capture_baseline
 from harness.session.request import build_request, fold_request_header
 from harness.session.session import Session
@@ -96,7 +99,8 @@ class _TurnEnded(Exception):
 
 class Agent:
     """Runs turns on ``session``. ``checkpoint`` makes the session durable (usually
-    ``store.flush``); without one, nothing is flushed (an in-memory run)."""
+    ``store.flush``); without one, nothing is flushed (an in-memory run). ``retry_sleep``
+    replaces ``asyncio.sleep`` for the waits between model-request retries (tests)."""
 
     def __init__(
         self,
@@ -111,6 +115,7 @@ class Agent:
         record_baseline: bool = True,
         summarizer: Summarizer | None = None,
         compaction: CompactionPolicy | None = None,
+        retry_sleep: Sleep | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -130,6 +135,12 @@ class Agent:
         self.summarizer = summarizer
         self.compaction = compaction or CompactionPolicy()
         self._overflow = OverflowRecovery(self.compaction)
+        # A provider that lets us run its retries gets them run here, each one recorded.
+        self._retries = (
+            RetryRunner(provider.retry_policy, sleep=retry_sleep)
+            if isinstance(provider, RetryingProvider)
+            else None
+        )
 
     # ---- public ---------------------------------------------------------------------
 
@@ -275,6 +286,8 @@ class Agent:
                 break
             if finish.failure.code == "CONTEXT_WINDOW_EXCEEDED" and await self._recover_overflow(cancel):
                 continue  # compacted: send the request again, in the same step
+            if await self._retry(turn, step, finish.failure, cancel):
+                continue  # waited out llm/retry: send the request again, in the same step
             raise _TurnEnded({"kind": "error", "error": dict(finish.failure.to_json())})
         header = fold_request_header(session.events)
         assert header is not None
@@ -299,8 +312,13 @@ class Agent:
         self._first_request = False
         assembly = StreamAssembly()
         seqs: list[int] = []
+        if self._retries is not None:  # one attempt: the retries are ours (see _retry)
+            assert isinstance(self.provider, RetryingProvider)
+            stream = self.provider.stream(options, cancel=cancel, retry=False)
+        else:
+            stream = self.provider.stream(options, cancel=cancel)
         try:
-            async for chunk in self.provider.stream(options, cancel=cancel):
+            async for chunk in stream:
                 seqs.append(self._chunk(turn, step, chunk).seq)
                 assembly.feed(chunk)
                 if isinstance(chunk, Finish):
@@ -310,6 +328,18 @@ class Agent:
             failure = LlmFailure(message=f"{type(error).__name__}: {error}", code="UNKNOWN")
             raise _TurnEnded({"kind": "error", "error": dict(failure.to_json())}) from error
         return assembly, seqs
+
+    async def _retry(self, turn: int, step: int, failure: LlmFailure, cancel: asyncio.Event) -> bool:
+        """After a failed attempt: ``llm/retry`` (durable), the wait, ``llm/retry-started``;
+        ``True`` to send again. A cancel during the wait ends the turn ``aborted``."""
+        if self._retries is None:
+            return False
+        waited = await self._retries.retry(
+            self.session, turn, step, failure, cancel=cancel, durable=self._durable
+        )
+        if waited is None:
+            raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
+        return waited
 
     async def _recover_overflow(self, cancel: asyncio.Event) -> bool:
         """After ``CONTEXT_WINDOW_EXCEEDED``: compact (or prune) and say whether to retry."""

@@ -16,7 +16,8 @@ _RESULT_LINES = 6
 
 
 class LivePrinter:
-    """Streams assistant text, and one line per tool call, result, approval and turn end.
+    """Streams assistant text, and one line per tool call, result, approval, model-request
+    retry (``llm/retry``: what failed and how long the wait is) and turn end.
 
     Subscribe it to a session: ``session.subscribe(LivePrinter(console))``.
     """
@@ -44,6 +45,8 @@ class LivePrinter:
             self._line(f"[cyan]→ {escape(str(data.get('name')))}[/] {arguments}")
         elif kind == "tool/result":
             self._result(data)
+        elif kind == "llm/retry":
+            self._line(f"[yellow]{escape(retry_line(data))}[/]")
         elif kind == "approval/asked":
             self._line(f"[yellow]? approval asked for {escape(str(data.get('toolName')))}[/]")
         elif kind == "approval/decided":
@@ -90,6 +93,38 @@ class LivePrinter:
         style = "red" if failed else "dim"
         body = "\n".join(f"  {escape(line)}" for line in shown)
         self._line(f"[{style}]{body}[/]")
+
+
+_RETRY_LABELS = {
+    "RATE_LIMIT": "rate limited",
+    "SERVER": "server error",
+    "TRANSPORT": "connection failed",
+    "TIMEOUT": "timed out",
+    "EMPTY_RESPONSE": "empty response",
+}
+
+
+def retry_line(data: Mapping[str, Any]) -> str:
+    """One line for an ``llm/retry`` record, e.g. ``rate limited (HTTP 429), retrying in 2 s…
+    (retry 1 of 3)``; a failure without an HTTP status shows its message instead."""
+    failure = data.get("failure")
+    failure = failure if isinstance(failure, Mapping) else {}
+    code = str(failure.get("code", "UNKNOWN"))
+    label = _RETRY_LABELS.get(code, code)
+    status = failure.get("status")
+    if type(status) is int:
+        label += f" (HTTP {status})"
+    elif failure.get("message"):
+        label += f": {_short(str(failure['message']), 160)}"
+    delay = data.get("delayMs")
+    if isinstance(delay, int | float) and not isinstance(delay, bool):
+        wait = f"{delay / 1000:.3g} s"
+    else:
+        wait = "a moment"
+    count = f"retry {data.get('retry')}"
+    if "maxRetries" in data:
+        count += f" of {data.get('maxRetries')}"
+    return f"{label}, retrying in {wait}… ({count})"
 
 
 def _short(text: str, width: int = 100) -> str:

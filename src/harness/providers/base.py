@@ -13,7 +13,10 @@ The stream contract, which the agent loop relies on:
   a FORMAT §12 code (``AUTH``, ``RATE_LIMIT``, ``CONTEXT_WINDOW_EXCEEDED``, ``SERVER``,
   ``TRANSPORT``, ``STREAM_CLOSED``, ``MALFORMED_RESPONSE``, ``TIMEOUT`` …);
 * retries (``RATE_LIMIT``, ``SERVER``, ``TRANSPORT``; backoff honouring Retry-After)
-  happen inside the provider and only before the first chunk was yielded;
+  happen inside the provider and only before the first chunk was yielded — unless the
+  caller runs them itself: a ``RetryingProvider`` exposes its ``retry_policy`` and streams
+  one attempt when called with ``retry=False``. The agent loop does that, so that every
+  retry is recorded (``llm/retry``, ``llm/retry-started``) and visible while it waits;
 * when ``cancel`` is set the stream stops promptly and ends with
   ``Finish(FinishAborted(LlmFailure(code="ABORTED")))``.
 
@@ -28,8 +31,9 @@ from typing import Protocol, runtime_checkable
 
 from harness.messages.request import EpochHeader, GenerateOptions
 from harness.messages.stream import StreamChunk
+from harness.providers.retry import RetryPolicy
 
-__all__ = ["Provider"]
+__all__ = ["Provider", "RetryingProvider"]
 
 
 @runtime_checkable
@@ -61,3 +65,19 @@ class Provider(Protocol):
         """Release connections."""
         ...
 
+
+
+@runtime_checkable
+class RetryingProvider(Provider, Protocol):
+    """A provider whose retries its caller may run (and record) instead (see the module doc)."""
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The retry policy this provider's requests are under."""
+        ...
+
+    def stream(
+        self, options: GenerateOptions, *, cancel: asyncio.Event | None = None, retry: bool = True
+    ) -> AsyncIterator[StreamChunk]:
+        """Stream one response; with ``retry=False`` exactly one attempt is made."""
+        ...

@@ -132,6 +132,9 @@ class DeepSeekProvider:
     ``x-deepseek-harness-user-id``. ``sleep`` and ``rng`` replace ``asyncio.sleep`` and the
     jitter source (tests). ``reasoning=False`` is a deployment without thinking: only effort
     ``off`` is accepted and no ``thinking`` / ``reasoning_effort`` field is sent.
+
+    It is a ``RetryingProvider``: ``stream(..., retry=False)`` makes one attempt and leaves
+    the retries under ``retry_policy`` to the caller (the agent loop, which records them).
     """
 
     api_key_env = "DEEPSEEK_API_KEY"
@@ -203,6 +206,11 @@ class DeepSeekProvider:
         return str(self._client.base_url)
 
     @property
+    def retry_policy(self) -> RetryPolicy:
+        """The retries this provider's requests are under."""
+        return self._retry
+
+    @property
     def default_effort(self) -> str:
         """The reasoning effort filled in when a header names none."""
         return DEFAULT_EFFORT if self._reasoning else "off"
@@ -261,16 +269,18 @@ class DeepSeekProvider:
         return build_body(options, reasoning=self._reasoning)
 
     async def stream(
-        self, options: GenerateOptions, *, cancel: asyncio.Event | None = None
+        self, options: GenerateOptions, *, cancel: asyncio.Event | None = None, retry: bool = True
     ) -> AsyncIterator[StreamChunk]:
-        """Stream one response; failures end the stream with an error finish, never raise."""
+        """Stream one response; failures end the stream with an error finish, never raise.
+
+        ``retry=False``: one attempt, whatever ``retry_policy`` says (the caller retries)."""
         try:
             body = self.request_body(options)
         except RequestRefused as refused:
             yield Finish(FinishError(refused.failure))
             return
         headers = self.request_headers(options)
-        response = await self._open(body, headers, cancel)
+        response = await self._open(body, headers, cancel, retry=retry)
         if isinstance(response, Finish):
             yield response
             return
@@ -308,12 +318,27 @@ class DeepSeekProvider:
         if isinstance(exc, openai.APIStatusError):
             message = error_message(exc.body, exc.message)
             return classify_status(exc.status_code, message, exc.response.headers, secret=secret)
+        url = self._endpoint(exc)
         if isinstance(exc, openai.APITimeoutError):
-            return LlmFailure(message="the request timed out", code="TIMEOUT")
-        detail = scrub(str(exc) or type(exc).__name__, secret)
-        return LlmFailure(message=f"transport failure: {detail}", code="TRANSPORT")
+            return LlmFailure(message=f"the request to {url} timed out", code="TIMEOUT")
+        cause = exc.__cause__ or exc
+        detail = scrub(str(cause) or type(cause).__name__, secret)
+        if any(kind.__name__ == "ConnectError" for kind in type(cause).__mro__):
+            message = f"could not connect to {url} ({detail})"
+        else:
+            message = f"the request to {url} failed ({detail})"
+        return LlmFailure(message=scrub(message, secret), code="TRANSPORT")
 
-    async def _open(self, body: dict[str, Any], headers: dict[str, str], cancel: asyncio.Event | None) -> Any:
+    def _endpoint(self, exc: Exception) -> str:
+        """The URL a failed request went to, without credentials or query (it may be logged)."""
+        request = getattr(exc, "request", None)
+        url = getattr(request, "url", None) or self._client.base_url
+        netloc = url.netloc.decode("ascii", "replace") if isinstance(url.netloc, bytes) else str(url.netloc)
+        return f"{url.scheme}://{netloc}{url.path}"
+
+    async def _open(
+        self, body: dict[str, Any], headers: dict[str, str], cancel: asyncio.Event | None, *, retry: bool
+    ) -> Any:
         """The streaming HTTP response, or the ``Finish`` that ends the stream instead."""
         attempt = 0
         while True:
@@ -327,7 +352,7 @@ class DeepSeekProvider:
                 if outcome is _TIMED_OUT:
                     return _error("TIMEOUT", f"no response within {self._idle_timeout_s:g} s")
                 return outcome
-            delay = self._retry.delay_s(attempt, failure, self._rng)
+            delay = self._retry.delay_s(attempt, failure, self._rng) if retry else None
             if delay is None:
                 return Finish(FinishError(failure))
             attempt += 1

@@ -1,15 +1,21 @@
 """Retry policy: which failures are retried and how long to wait before the next attempt.
 
-Only ``RATE_LIMIT``, ``SERVER`` and ``TRANSPORT`` are retried. A provider ``Retry-After`` is
-honoured as given (a delay longer than ``max_retry_after_s`` ends the retries, so the caller
+By default ``RATE_LIMIT``, ``SERVER`` and ``TRANSPORT`` are retried. A provider ``Retry-After``
+is honoured as given (a delay longer than ``max_retry_after_s`` ends the retries, so the caller
 sees the failure and its ``providerRetryAfterMs``); otherwise the delay is exponential
 (``base_delay_s · 2^attempt``, capped at ``max_delay_s``) with jitter in ``[½, 1]`` of it.
+
+A provider owns its policy; the agent loop executes it and records each retry as
+``llm/retry`` (before the wait) and ``llm/retry-started`` (after it), as dsh does. ``key``
+is the policy's canonical identity written into those records: retry numbers continue
+only across records with the same provider and key.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.messages.model import LlmFailure
 from harness.providers.failures import RETRYABLE
@@ -19,19 +25,38 @@ __all__ = ["RetryPolicy"]
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """How many times to retry and how long to back off."""
+    """How many times to retry, which failure codes, and how long to back off."""
 
     max_retries: int = 3
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
     max_retry_after_s: float = 120.0
+    codes: frozenset[str] = field(default=RETRYABLE)
+
+    @property
+    def mode(self) -> str:
+        """Always ``normal``: a finite budget of retries (dsh also knows ``always``)."""
+        return "normal"
+
+    @property
+    def key(self) -> str:
+        """The canonical identity of every behaviour-affecting field, as compact JSON."""
+        fields = [
+            self.mode,
+            self.max_retries,
+            sorted(self.codes),
+            round(self.base_delay_s * 1000),
+            round(self.max_delay_s * 1000),
+            round(self.max_retry_after_s * 1000),
+        ]
+        return json.dumps(fields, separators=(",", ":"))
 
     def delay_s(self, attempt: int, failure: LlmFailure, rng: random.Random) -> float | None:
         """Seconds to wait before retry number ``attempt + 1``, or ``None`` to give up.
 
         ``attempt`` counts the retries already made (0 before the first retry).
         """
-        if failure.code not in RETRYABLE or attempt >= self.max_retries:
+        if failure.code not in self.codes or attempt >= self.max_retries:
             return None
         if failure.provider_retry_after_ms is not None:
             seconds = failure.provider_retry_after_ms / 1000

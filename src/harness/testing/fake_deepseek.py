@@ -11,7 +11,9 @@ event loop, so it works the same from synchronous code and from inside ``asyncio
 Each ``POST /chat/completions`` takes the next ``Reply`` of the script (a callable taking the
 ``RecordedRequest`` may stand in for a reply and build one on the fly). Every request is
 recorded with its headers and decoded JSON body. When the script runs out the server answers
-``410`` (code ``HTTP_410`` on the provider side), which no provider retries. With
+``410`` (code ``HTTP_410`` on the provider side), which no provider retries.
+``server.fail_next(429, times=2, retry_after=0.01)`` puts that many error answers in front of
+the script (a rate limit or an overload that clears after N attempts). With
 ``api_key=...`` a request without the matching bearer token gets ``401`` and uses no reply.
 
 Streams are DeepSeek-shaped: a first delta with an empty ``reasoning_content`` when the reply
@@ -346,6 +348,24 @@ class FakeDeepSeek:
         """Append replies to the script; returns the server for chaining."""
         with self._lock:
             self._script.extend(replies)
+        return self
+
+    def fail_next(
+        self,
+        status: int,
+        times: int = 1,
+        *,
+        retry_after: float | str | None = None,
+        message: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> FakeDeepSeek:
+        """Answer the next ``times`` requests with HTTP ``status`` (e.g. 429 or 503, with a
+        ``Retry-After`` of ``retry_after`` seconds) before the rest of the script."""
+        if times < 0:
+            raise ValueError("times must be zero or more")
+        reply = Reply.error(status, message, retry_after=retry_after, headers=headers)
+        with self._lock:
+            self._script.extendleft([reply] * times)
         return self
 
     @property
