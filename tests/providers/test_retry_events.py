@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -319,3 +320,53 @@ def test_a_connection_error_names_the_url(sleeps: Sleeps) -> None:
     retries = of_type(session, "llm/retry")
     assert len(retries) == 2 and all(url in e.data["failure"]["message"] for e in retries)
     assert API_KEY not in json.dumps([dict(e.data) for e in retries])
+
+
+def test_a_crash_during_the_wait_leaves_a_session_that_loads_and_goes_on(
+    server: FakeDeepSeek, make_provider: MakeProvider, tmp_path: Path
+) -> None:
+    """The durable ``llm/retry`` with no ``llm/retry-started`` after it (the process died in the
+    wait): load repairs the open turn, and the next turn starts a retry chain of its own."""
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    server.fail_next(429, retry_after=5)
+
+    async def first() -> str:
+        store = SessionStore(JsonlBackend(live, "none"))
+        try:
+            session = await store.create(cwd=str(tmp_path))
+
+            async def die(delay: float) -> None:
+                shutil.copytree(live, crashed)  # the disk as a kill -9 in the wait leaves it
+                raise asyncio.CancelledError
+
+            agent = make_agent(session, make_provider(), die, checkpoint=store.flush)
+            with pytest.raises(asyncio.CancelledError):
+                await agent.run_turn("hello")
+            await agent.provider.aclose()
+            return session.id
+        finally:
+            await store.close()
+
+    session_id = asyncio.run(first())
+    server.fail_next(503, retry_after=1).add(Reply.text("back again"))
+
+    async def resumed() -> harness.Session:
+        store = SessionStore(JsonlBackend(crashed, "none"))
+        try:
+            session = await store.load(session_id)
+            agent = make_agent(session, make_provider(), Sleeps(), checkpoint=store.flush)
+            assert (await agent.run_turn("go on")).reason == {"kind": "completed"}
+            await agent.provider.aclose()
+            await store.flush(session)
+            return session
+        finally:
+            await store.close()
+
+    session = asyncio.run(resumed())
+    ends = [dict(e.data["reason"]) for e in of_type(session, "turn/end")]
+    assert ends == [{"kind": "interrupted"}, {"kind": "completed"}]
+    retries = of_type(session, "llm/retry")
+    assert [(e.data["turn"], e.data["retry"]) for e in retries] == [(1, 1), (2, 1)]
+    assert retries[0].data["retryId"] != retries[1].data["retryId"]
+    assert [e.data["turn"] for e in of_type(session, "llm/retry-started")] == [2]
+    assert [m.text for m in session.derive_messages()] == ["hello", "go on", "back again"]
