@@ -370,3 +370,22 @@ def test_a_crash_during_the_wait_leaves_a_session_that_loads_and_goes_on(
     assert retries[0].data["retryId"] != retries[1].data["retryId"]
     assert [e.data["turn"] for e in of_type(session, "llm/retry-started")] == [2]
     assert [m.text for m in session.derive_messages()] == ["hello", "go on", "back again"]
+
+
+def test_when_the_retry_record_cannot_be_made_durable_there_is_no_wait_and_no_retry(
+    server: FakeDeepSeek, make_provider: MakeProvider, sleeps: Sleeps
+) -> None:
+    server.fail_next(429, retry_after=1).add(Reply.text("unused"))
+    session = harness.Session.create()
+    flushed: list[str] = []
+
+    async def checkpoint(live: harness.Session) -> None:
+        flushed.append(live.events[-1].type)
+        if live.events[-1].type == "llm/retry":
+            raise OSError(5, "Input/output error (injected)")
+
+    outcome = run_turn(make_agent(session, make_provider(), sleeps, checkpoint=checkpoint))
+    assert outcome.kind == "error" and outcome.reason["error"]["code"] == "PERSISTENCE_FAILED"
+    assert flushed == ["request/context", "llm/retry"]
+    assert sleeps.delays == [] and len(server.requests) == 1
+    assert of_type(session, "llm/retry-started") == []
