@@ -389,3 +389,18 @@ def test_when_the_retry_record_cannot_be_made_durable_there_is_no_wait_and_no_re
     assert flushed == ["request/context", "llm/retry"]
     assert sleeps.delays == [] and len(server.requests) == 1
     assert of_type(session, "llm/retry-started") == []
+
+
+def test_the_url_in_a_connection_failure_carries_no_credentials(sleeps: Sleeps) -> None:
+    from tests.providers.helpers import collect, failure_code, finish_of, options, run
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        base = f"http://user:hunter2-secret@127.0.0.1:{port}"
+        provider = DeepSeekProvider(base, api_key=API_KEY, max_retries=0)
+        chunks = run(collect(provider, options()))
+    assert failure_code(chunks) == "TRANSPORT"
+    message = finish_of(chunks).reason.failure.message  # type: ignore[union-attr]
+    assert f"could not connect to http://127.0.0.1:{port}/chat/completions" in message
+    assert "hunter2" not in message and API_KEY not in message

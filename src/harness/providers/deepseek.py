@@ -331,10 +331,13 @@ class DeepSeekProvider:
 
     def _endpoint(self, exc: Exception) -> str:
         """The URL a failed request went to, without credentials or query (it may be logged)."""
-        request = getattr(exc, "request", None)
-        url = getattr(request, "url", None) or self._client.base_url
-        netloc = url.netloc.decode("ascii", "replace") if isinstance(url.netloc, bytes) else str(url.netloc)
-        return f"{url.scheme}://{netloc}{url.path}"
+        try:
+            url = getattr(getattr(exc, "request", None), "url", None) or self._client.base_url
+            netloc = url.netloc
+            host = netloc.decode("ascii", "replace") if isinstance(netloc, bytes) else str(netloc)
+            return f"{url.scheme}://{host}{url.path}"
+        except Exception:  # classifying a failure must not fail; the URL is a courtesy
+            return "the provider's endpoint"
 
     async def _open(
         self, body: dict[str, Any], headers: dict[str, str], cancel: asyncio.Event | None, *, retry: bool
