@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import harness
 from harness.cli import app
-from harness.demo import (
+from harness.demos.engine import (
     DemoCheckFailed,
     build_crash_fork,
     build_demo_session,

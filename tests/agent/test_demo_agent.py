@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from harness.demo_agent import run_agent_demo
+from harness.demos.agent import run_agent_demo
 
 
 def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:

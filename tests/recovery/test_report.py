@@ -20,6 +20,7 @@ from harness.recovery import (
     check_world,
     record_report,
 )
+from harness.recovery.render import render_report
 from harness.tools.registry import default_tools
 from tests.recovery.helpers import (
     Call,
@@ -45,7 +46,7 @@ EVERY_TOOL: list[Call] = [
 
 def text_of(report: WorldReport) -> str:
     console = Console(record=True, width=160, color_system=None)
-    console.print(report.render())
+    console.print(render_report(report))
     return console.export_text()
 
 

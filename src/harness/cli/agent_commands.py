@@ -32,6 +32,7 @@ from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from harness.events.event import Event
 from harness.providers.base import Provider
 from harness.recovery import WorldReport
+from harness.recovery.render import render_report
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 from harness.tools.base import Tool
@@ -90,7 +91,7 @@ def _tools() -> list[Tool]:
 
 def _summarizer(provider: Provider, model: str) -> Summarizer:
     """Automatic compaction summarizes with the model, and offline when that fails."""
-    from harness.cli.compaction_commands import FallbackSummarizer
+    from harness.compaction.fallback import FallbackSummarizer
 
     return FallbackSummarizer(LlmSummarizer(provider, model=model), ExtractiveSummarizer())
 
@@ -305,7 +306,7 @@ def resume(
             if as_json:
                 sys.stdout.write(json.dumps({"check": report.to_json()}, ensure_ascii=False) + "\n")
             else:
-                console.print(report.render())
+                console.print(render_report(report))
             if report.blocking and yes:
                 console.print("[yellow]--yes: going on past the blocking findings[/]")
             elif report.blocking and not await _confirm_blocking(console):
@@ -381,7 +382,7 @@ def check(
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
     else:
-        Console().print(report.render())
+        Console().print(render_report(report))
     raise typer.Exit(1 if report.blocking else 0)
 
 

@@ -205,12 +205,12 @@ def demo(
 ) -> None:
     """Offline: a scripted model drives an agent, the agent is killed mid-tool, resumed after a
     world check, and the stored log is shown beside its Surface."""
-    from harness.demo import DemoCheckFailed, run_demo
+    from harness.demos.engine import DemoCheckFailed, run_demo
 
     if engine:
         run_demo()
         return
-    from harness.demo_agent import run_agent_demo
+    from harness.demos.agent import run_agent_demo
 
     try:
         run_agent_demo()

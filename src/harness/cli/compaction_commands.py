@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sys
 from typing import Any
@@ -30,30 +29,12 @@ from harness.compaction import (
     compact_now,
     eval_compaction_report,
 )
-from harness.compaction.summarizer import Summary, SummaryRequest
-from harness.errors import CompactionError, SummaryFailed
+from harness.compaction.fallback import FallbackSummarizer
+from harness.errors import CompactionError
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 
 __all__ = ["FallbackSummarizer"]
-
-logger = logging.getLogger("harness.cli")
-
-
-class FallbackSummarizer:
-    """``primary`` (the model); when it fails, ``fallback`` (offline) — for automatic compaction,
-    where nobody can be asked."""
-
-    def __init__(self, primary: Summarizer, fallback: Summarizer) -> None:
-        self.primary = primary
-        self.fallback = fallback
-
-    async def summarize(self, request: SummaryRequest) -> Summary:
-        try:
-            return await self.primary.summarize(request)
-        except SummaryFailed as error:
-            logger.warning("model summary failed (%s); using the extractive summary", error)
-            return await self.fallback.summarize(request)
 
 
 def _model_summarizer(model: str | None) -> tuple[Summarizer, Any] | None:

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 from harness.compaction.checkpoint import PREAMBLE, checkpoint_message, is_checkpoint_message
 from harness.compaction.extractive import ExtractiveSummarizer
+from harness.compaction.fallback import FallbackSummarizer
 from harness.compaction.llm import COMPACTION_INSTRUCTION, SECTION_HEADINGS, LlmSummarizer
 from harness.compaction.meter import DEFAULT_METER, Measurement, SurfaceNode, TokenMeter, measure
 from harness.compaction.policy import Budgets, CompactionPolicy, should_compact
@@ -125,6 +126,7 @@ __all__ = [
     "CompactionResult",
     "EvalReport",
     "ExtractiveSummarizer",
+    "FallbackSummarizer",
     "InvalidRegion",
     "LlmSummarizer",
     "Measurement",

@@ -1,6 +1,7 @@
-"""``WorldReport``: every finding of one ``check_world`` run, and its three faces: JSON
-(for the log and scripts), a rich renderable (for people) and the drift message (for
-the model)."""
+"""``WorldReport``: every finding of one ``check_world`` run, and two of its faces: JSON
+(for the log and scripts) and the drift message (for the model). The third, a rich
+renderable for people, is ``harness.recovery.render.render_report``: the report knows
+nothing of its presentation, so reading one never imports ``rich``."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
-from rich.console import Group
 
 from harness.events.json import FrozenDict, thaw
 from harness.recovery.findings import Finding
 from harness.recovery.message import drift_text, drift_user_message
-from harness.recovery.render import render_report
 from harness.recovery.vocabulary import SEVERITIES, Severity
 
 __all__ = ["REPORT_VERSION", "WorldReport"]
@@ -60,10 +59,6 @@ class WorldReport(msgspec.Struct, frozen=True, kw_only=True):
             "skipped": thaw(self.skipped),
             "findings": [item.to_json() for item in self.findings],
         }
-
-    def render(self) -> Group:
-        """A rich renderable: a headline and a table of the findings."""
-        return render_report(self)
 
     def drift_message(self) -> str | None:
         """What changed in the world, as text for the model; None when nothing drifted."""

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 import harness
-from harness.demo import DemoCheckFailed, log_table, surface_table
+from harness.demos.engine import DemoCheckFailed, log_table, surface_table
 from harness.stores.jsonl.reader import read_session_file
 from harness.testing.fake_deepseek import FakeDeepSeek, RecordedRequest, Reply, usage
 
@@ -204,8 +204,7 @@ async def _compaction_section(out: Console, sessions: Path, workspace: Path) -> 
     """A second session whose scripted model has a small window: the third turn's pre-step
     compacts automatically (the model writes the summary, over the compaction header)."""
     from harness.agent.loop import Agent, AgentSettings
-    from harness.cli.compaction_commands import FallbackSummarizer
-    from harness.compaction import CompactionPolicy, ExtractiveSummarizer, LlmSummarizer
+    from harness.compaction import CompactionPolicy, ExtractiveSummarizer, FallbackSummarizer, LlmSummarizer
     from harness.providers.deepseek import DeepSeekProvider
     from harness.stores.jsonl.backend import JsonlBackend
     from harness.stores.store import SessionStore
