@@ -9,9 +9,10 @@ checkpoint user message, inside a bracket that the log itself records::
 Modules: ``meter`` (prices and pressure), ``region`` (selection and validation), ``state``
 (open turn, live or stale lock), ``transaction`` (``compact``), ``checkpoint`` (the checkpoint
 message), ``summarizer`` (the protocol), ``llm`` (``LlmSummarizer``), ``extractive``
-(``ExtractiveSummarizer``), ``prune`` (the tool-result pruner), ``policy`` (thresholds),
-``triggers`` (automatic, overflow, manual), ``probes`` / ``retention`` / ``synthetic`` (the
-retention evaluation).
+(``ExtractiveSummarizer``), ``fallback`` (``FallbackSummarizer``: the model, else offline),
+``prune`` (the tool-result pruner), ``policy`` (thresholds), ``triggers`` (automatic, overflow,
+manual), ``probes`` / ``retention`` / ``synthetic`` (the retention evaluation). Every name here
+is imported on first use (``retention`` imports ``rich``).
 
 How the agent loop uses it
 --------------------------
@@ -61,48 +62,54 @@ Durability: ``checkpoint`` is called right after ``compaction/start`` (the lock 
 before the summarizer runs) and after ``compaction/end`` (success or failure), so a returned
 ``compact_now`` is on disk. A crash mid-summary leaves an unmatched start; the next load's
 ``session/end-seed`` makes it stale and a new compaction proceeds.
+
 """
 
 from __future__ import annotations
 
-from harness.compaction.checkpoint import PREAMBLE, checkpoint_message, is_checkpoint_message
-from harness.compaction.extractive import ExtractiveSummarizer
-from harness.compaction.fallback import FallbackSummarizer
-from harness.compaction.llm import COMPACTION_INSTRUCTION, SECTION_HEADINGS, LlmSummarizer
-from harness.compaction.meter import DEFAULT_METER, Measurement, SurfaceNode, TokenMeter, measure
-from harness.compaction.policy import Budgets, CompactionPolicy, should_compact
-from harness.compaction.probes import Probe, surface_text
-from harness.compaction.prune import DEFAULT_PRUNER, PRUNE_MARKER, PrunerConfig, prune_tool_results
-from harness.compaction.region import Region, check_region, select_compactable_range
-from harness.compaction.retention import (
-    EvalReport,
-    RetentionReport,
-    eval_compaction_report,
-    evaluate_retention,
-)
-from harness.compaction.state import live_compaction_start, open_turn, stale_compaction_starts
-from harness.compaction.summarizer import Summarizer, Summary, SummaryRequest
-from harness.compaction.synthetic import SyntheticSession, generate_session, generate_sessions
-from harness.compaction.transaction import Checkpoint, CompactionResult, compact, error_chain
-from harness.compaction.triggers import (
-    CONTEXT_WINDOW_EXCEEDED,
-    AutoOutcome,
-    OverflowOutcome,
-    OverflowRecovery,
-    compact_if_needed,
-    compact_now,
-)
-from harness.errors import (
-    CommitFailed,
-    CompactionBusy,
-    CompactionCancelled,
-    CompactionChanged,
-    CompactionConfigError,
-    CompactionError,
-    CompactionPersistenceFailed,
-    InvalidRegion,
-    SummaryFailed,
-)
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.compaction.checkpoint import PREAMBLE, checkpoint_message, is_checkpoint_message
+    from harness.compaction.extractive import ExtractiveSummarizer
+    from harness.compaction.fallback import FallbackSummarizer
+    from harness.compaction.llm import COMPACTION_INSTRUCTION, SECTION_HEADINGS, LlmSummarizer
+    from harness.compaction.meter import DEFAULT_METER, Measurement, SurfaceNode, TokenMeter, measure
+    from harness.compaction.policy import Budgets, CompactionPolicy, should_compact
+    from harness.compaction.probes import Probe, surface_text
+    from harness.compaction.prune import DEFAULT_PRUNER, PRUNE_MARKER, PrunerConfig, prune_tool_results
+    from harness.compaction.region import Region, check_region, select_compactable_range
+    from harness.compaction.retention import (
+        EvalReport,
+        RetentionReport,
+        eval_compaction_report,
+        evaluate_retention,
+    )
+    from harness.compaction.state import live_compaction_start, open_turn, stale_compaction_starts
+    from harness.compaction.summarizer import Summarizer, Summary, SummaryRequest
+    from harness.compaction.synthetic import SyntheticSession, generate_session, generate_sessions
+    from harness.compaction.transaction import Checkpoint, CompactionResult, compact, error_chain
+    from harness.compaction.triggers import (
+        CONTEXT_WINDOW_EXCEEDED,
+        AutoOutcome,
+        OverflowOutcome,
+        OverflowRecovery,
+        compact_if_needed,
+        compact_now,
+    )
+    from harness.errors import (
+        CommitFailed,
+        CompactionBusy,
+        CompactionCancelled,
+        CompactionChanged,
+        CompactionConfigError,
+        CompactionError,
+        CompactionPersistenceFailed,
+        InvalidRegion,
+        SummaryFailed,
+    )
 
 __all__ = [
     "COMPACTION_INSTRUCTION",
@@ -163,3 +170,47 @@ __all__ = [
     "stale_compaction_starts",
     "surface_text",
 ]
+
+_EXPORTS = {
+    "harness.compaction.checkpoint": ("PREAMBLE", "checkpoint_message", "is_checkpoint_message"),
+    "harness.compaction.extractive": ("ExtractiveSummarizer",),
+    "harness.compaction.fallback": ("FallbackSummarizer",),
+    "harness.compaction.llm": ("COMPACTION_INSTRUCTION", "SECTION_HEADINGS", "LlmSummarizer"),
+    "harness.compaction.meter": ("DEFAULT_METER", "Measurement", "SurfaceNode", "TokenMeter", "measure"),
+    "harness.compaction.policy": ("Budgets", "CompactionPolicy", "should_compact"),
+    "harness.compaction.probes": ("Probe", "surface_text"),
+    "harness.compaction.prune": ("DEFAULT_PRUNER", "PRUNE_MARKER", "PrunerConfig", "prune_tool_results"),
+    "harness.compaction.region": ("Region", "check_region", "select_compactable_range"),
+    "harness.compaction.retention": (
+        "EvalReport",
+        "RetentionReport",
+        "eval_compaction_report",
+        "evaluate_retention",
+    ),
+    "harness.compaction.state": ("live_compaction_start", "open_turn", "stale_compaction_starts"),
+    "harness.compaction.summarizer": ("Summarizer", "Summary", "SummaryRequest"),
+    "harness.compaction.synthetic": ("SyntheticSession", "generate_session", "generate_sessions"),
+    "harness.compaction.transaction": ("Checkpoint", "CompactionResult", "compact", "error_chain"),
+    "harness.compaction.triggers": (
+        "CONTEXT_WINDOW_EXCEEDED",
+        "AutoOutcome",
+        "OverflowOutcome",
+        "OverflowRecovery",
+        "compact_if_needed",
+        "compact_now",
+    ),
+    "harness.errors": (
+        "CommitFailed",
+        "CompactionBusy",
+        "CompactionCancelled",
+        "CompactionChanged",
+        "CompactionConfigError",
+        "CompactionError",
+        "CompactionPersistenceFailed",
+        "InvalidRegion",
+        "SummaryFailed",
+    ),
+}
+
+if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+    __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

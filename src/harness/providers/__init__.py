@@ -1,1 +1,43 @@
-"""Model providers: the ``Provider`` protocol and the DeepSeek (OpenAI-compatible) adapter."""
+"""Model providers: the ``Provider`` stream protocol and the DeepSeek (OpenAI-compatible) adapter.
+
+``DeepSeekProvider`` imports the ``openai`` client, on first use only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.providers.base import Provider
+    from harness.providers.deepseek import (
+        DEEPSEEK_MODELS,
+        DeepSeekProvider,
+        OpenAICompatibleProvider,
+        ProviderConfigError,
+    )
+    from harness.providers.retry import RetryPolicy
+
+__all__ = [
+    "DEEPSEEK_MODELS",
+    "DeepSeekProvider",
+    "OpenAICompatibleProvider",
+    "Provider",
+    "ProviderConfigError",
+    "RetryPolicy",
+]
+
+_EXPORTS = {
+    "harness.providers.base": ("Provider",),
+    "harness.providers.deepseek": (
+        "DEEPSEEK_MODELS",
+        "DeepSeekProvider",
+        "OpenAICompatibleProvider",
+        "ProviderConfigError",
+    ),
+    "harness.providers.retry": ("RetryPolicy",),
+}
+
+if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+    __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

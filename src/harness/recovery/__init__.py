@@ -8,37 +8,46 @@ against the world as it is, before the session acts again.
 - ``record_report``: the ``recovery/check`` event holding the report.
 
 Both events are log-only and appended with ``ignorable=True``.
+
 """
 
-from harness.recovery.baseline import Baseline, capture_baseline, read_baseline
-from harness.recovery.findings import Finding
-from harness.recovery.git import GitState, probe_git
-from harness.recovery.history import History, read_history
-from harness.recovery.message import DRIFT_SOURCE, drift_text, drift_user_message
-from harness.recovery.report import REPORT_VERSION, WorldReport
-from harness.recovery.vocabulary import (
-    ACTION_NOT_STARTED,
-    ACTION_OUTCOME_UNKNOWN,
-    APPROVAL_PENDING,
-    BACKGROUND_PROCESS,
-    BASELINE_MISSING,
-    COMPACTION_ORPHAN,
-    DRIFT_KINDS,
-    FILE_CHANGED,
-    FILE_VANISHED,
-    FINDING_KINDS,
-    GIT_DIRTY,
-    GIT_HEAD_MOVED,
-    RECOVERY_CHECK,
-    ROUTE_CHANGED,
-    SEVERITIES,
-    TOOL_MISSING,
-    TOOL_SCHEMA_CHANGED,
-    WORKSPACE_BASELINE,
-    WORKSPACE_MOVED,
-    Severity,
-)
-from harness.recovery.world import check_world, record_baseline, record_report
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.recovery.baseline import Baseline, capture_baseline, read_baseline
+    from harness.recovery.findings import Finding
+    from harness.recovery.git import GitState, probe_git
+    from harness.recovery.history import History, read_history
+    from harness.recovery.message import DRIFT_SOURCE, drift_text, drift_user_message
+    from harness.recovery.render import render_report
+    from harness.recovery.report import REPORT_VERSION, WorldReport
+    from harness.recovery.vocabulary import (
+        ACTION_NOT_STARTED,
+        ACTION_OUTCOME_UNKNOWN,
+        APPROVAL_PENDING,
+        BACKGROUND_PROCESS,
+        BASELINE_MISSING,
+        COMPACTION_ORPHAN,
+        DRIFT_KINDS,
+        FILE_CHANGED,
+        FILE_VANISHED,
+        FINDING_KINDS,
+        GIT_DIRTY,
+        GIT_HEAD_MOVED,
+        RECOVERY_CHECK,
+        ROUTE_CHANGED,
+        SEVERITIES,
+        TOOL_MISSING,
+        TOOL_SCHEMA_CHANGED,
+        WORKSPACE_BASELINE,
+        WORKSPACE_MOVED,
+        Severity,
+    )
+    from harness.recovery.world import check_world, record_baseline, record_report
 
 __all__ = [
     "ACTION_NOT_STARTED",
@@ -77,4 +86,41 @@ __all__ = [
     "read_history",
     "record_baseline",
     "record_report",
+    "render_report",
 ]
+
+_EXPORTS = {
+    "harness.recovery.baseline": ("Baseline", "capture_baseline", "read_baseline"),
+    "harness.recovery.findings": ("Finding",),
+    "harness.recovery.git": ("GitState", "probe_git"),
+    "harness.recovery.history": ("History", "read_history"),
+    "harness.recovery.message": ("DRIFT_SOURCE", "drift_text", "drift_user_message"),
+    "harness.recovery.render": ("render_report",),
+    "harness.recovery.report": ("REPORT_VERSION", "WorldReport"),
+    "harness.recovery.vocabulary": (
+        "ACTION_NOT_STARTED",
+        "ACTION_OUTCOME_UNKNOWN",
+        "APPROVAL_PENDING",
+        "BACKGROUND_PROCESS",
+        "BASELINE_MISSING",
+        "COMPACTION_ORPHAN",
+        "DRIFT_KINDS",
+        "FILE_CHANGED",
+        "FILE_VANISHED",
+        "FINDING_KINDS",
+        "GIT_DIRTY",
+        "GIT_HEAD_MOVED",
+        "RECOVERY_CHECK",
+        "ROUTE_CHANGED",
+        "SEVERITIES",
+        "TOOL_MISSING",
+        "TOOL_SCHEMA_CHANGED",
+        "WORKSPACE_BASELINE",
+        "WORKSPACE_MOVED",
+        "Severity",
+    ),
+    "harness.recovery.world": ("check_world", "record_baseline", "record_report"),
+}
+
+if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+    __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,0 +1,68 @@
+"""Storage: ``SessionStore`` makes sessions durable over a backend (SPEC §4, FORMAT §7.4, §9–10).
+
+The store API is async: ``await store.create()``, ``await store.load(id)``, ``await
+store.flush(session)``. Backends: ``JsonlBackend`` (DeepSeek Harness's files, plain or zstd),
+``SqliteBackend``, ``PostgresBackend`` (fenced leases, live tail; imports ``psycopg``) and
+``MemoryBackend``. ``read_session_file`` reads one JSONL session file without a store.
+
+Every name is imported on first use, so ``import harness.stores`` loads no backend.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.stores.backend import Backend, ReadProgress, SessionInfo, StoredLog, TornTail, WireStream
+    from harness.stores.jsonl import JsonlBackend, encode_segment, project_key, read_session_file
+    from harness.stores.jsonl.paths import Compression
+    from harness.stores.leases import Lease, LeasingBackend, TailingBackend
+    from harness.stores.memory import MemoryBackend
+    from harness.stores.postgres import PostgresBackend
+    from harness.stores.sqlite import SqliteBackend
+    from harness.stores.store import Progress, SessionStore
+
+__all__ = [
+    "Backend",
+    "Compression",
+    "JsonlBackend",
+    "Lease",
+    "LeasingBackend",
+    "MemoryBackend",
+    "PostgresBackend",
+    "Progress",
+    "ReadProgress",
+    "SessionInfo",
+    "SessionStore",
+    "SqliteBackend",
+    "StoredLog",
+    "TailingBackend",
+    "TornTail",
+    "WireStream",
+    "encode_segment",
+    "project_key",
+    "read_session_file",
+]
+
+_EXPORTS = {
+    "harness.stores.backend": (
+        "Backend",
+        "ReadProgress",
+        "SessionInfo",
+        "StoredLog",
+        "TornTail",
+        "WireStream",
+    ),
+    "harness.stores.jsonl": ("JsonlBackend", "encode_segment", "project_key", "read_session_file"),
+    "harness.stores.jsonl.paths": ("Compression",),
+    "harness.stores.leases": ("Lease", "LeasingBackend", "TailingBackend"),
+    "harness.stores.memory": ("MemoryBackend",),
+    "harness.stores.postgres": ("PostgresBackend",),
+    "harness.stores.sqlite": ("SqliteBackend",),
+    "harness.stores.store": ("Progress", "SessionStore"),
+}
+
+if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+    __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

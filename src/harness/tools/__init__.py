@@ -4,19 +4,27 @@
 tools and builds the default set; ``records`` writes and reads the ``meta`` shapes cold
 recovery relies on. Each built-in lives in its own module (``read_file``, ``write_file``,
 ``edit_file``, ``list_dir``, ``grep``, ``shell``, ``todo_write``).
+
 """
 
-from harness.tools.base import Tool, ToolContext, ToolError, ToolOutcome, ToolSpec
-from harness.tools.edit_file import EditFile
-from harness.tools.grep import Grep
-from harness.tools.list_dir import ListDir
-from harness.tools.read_file import ReadFile
-from harness.tools.records import FileAccess, background_pids, file_accesses
-from harness.tools.registry import DuplicateTool, ToolRegistry, default_registry, default_tools
-from harness.tools.shell import RunShell
-from harness.tools.todo_write import TodoWrite
-from harness.tools.workspace import Workspace, file_sha256
-from harness.tools.write_file import WriteFile
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from harness.tools.base import Tool, ToolContext, ToolError, ToolOutcome, ToolSpec
+    from harness.tools.edit_file import EditFile
+    from harness.tools.grep import Grep
+    from harness.tools.list_dir import ListDir
+    from harness.tools.read_file import ReadFile
+    from harness.tools.records import FileAccess, background_pids, file_accesses
+    from harness.tools.registry import DuplicateTool, ToolRegistry, default_registry, default_tools
+    from harness.tools.shell import RunShell
+    from harness.tools.todo_write import TodoWrite
+    from harness.tools.workspace import Workspace, file_sha256
+    from harness.tools.write_file import WriteFile
 
 __all__ = [
     "DuplicateTool",
@@ -41,3 +49,20 @@ __all__ = [
     "file_accesses",
     "file_sha256",
 ]
+
+_EXPORTS = {
+    "harness.tools.base": ("Tool", "ToolContext", "ToolError", "ToolOutcome", "ToolSpec"),
+    "harness.tools.edit_file": ("EditFile",),
+    "harness.tools.grep": ("Grep",),
+    "harness.tools.list_dir": ("ListDir",),
+    "harness.tools.read_file": ("ReadFile",),
+    "harness.tools.records": ("FileAccess", "background_pids", "file_accesses"),
+    "harness.tools.registry": ("DuplicateTool", "ToolRegistry", "default_registry", "default_tools"),
+    "harness.tools.shell": ("RunShell",),
+    "harness.tools.todo_write": ("TodoWrite",),
+    "harness.tools.workspace": ("Workspace", "file_sha256"),
+    "harness.tools.write_file": ("WriteFile",),
+}
+
+if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+    __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,0 +1,40 @@
+"""Lazy re-exports for package ``__init__`` modules (PEP 562).
+
+A package lists, per defining module, the names it re-exports; ``lazy_exports`` returns
+the module-level ``__getattr__`` and ``__dir__`` that import a module only when one of
+its names is first used, then keep the value in the package's namespace. Packages also
+import the same names under ``TYPE_CHECKING``, so type checkers and IDEs see real
+imports (``tests/test_public_api.py`` checks the two lists agree).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str, namespace: dict[str, Any], exports: Mapping[str, Iterable[str]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``, whose globals are ``namespace``;
+    ``exports`` maps a module name to the names it provides."""
+    where: dict[str, str] = {}
+    for module, names in exports.items():
+        for name in names:
+            where.setdefault(name, module)
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value  # later lookups find it without coming here
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *where})
+
+    return __getattr__, __dir__
