@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	# the distribution was named `harness` before it became `harness-sessions`: drop the old one
+	$(BIN)/python -m pip uninstall --quiet --disable-pip-version-check --yes harness 2>/dev/null || true
+	rm -rf src/harness.egg-info
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 

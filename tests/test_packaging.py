@@ -1,0 +1,119 @@
+"""The distribution (issue 12, item 9): ``harness-sessions`` builds as an sdist and a wheel with no
+warning, offline, and the wheel installed in a fresh virtual environment gives a working
+``harness`` command and ``import harness``.
+
+Offline by design: the build uses this environment's setuptools and ``build`` (``--no-isolation``;
+both are in the ``test`` extra), the wheel is installed with ``--no-deps --no-index``, and the
+fresh environment reaches its dependencies through a ``.pth`` line naming this environment's
+site-packages (the line adds the directory only: its own ``.pth`` files, among them this
+checkout's editable install, are not run, so ``harness`` can only come from the wheel)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import harness
+
+pytestmark = pytest.mark.packaging
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+NAME = "harness-sessions"
+STEM = f"harness_sessions-{PROJECT['version']}"
+
+
+def run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [str(arg) for arg in args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, f"{args}\n{done.stdout}\n{done.stderr}"
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel, built from a clean copy of the tree (the wheel from the sdist)."""
+    base = tmp_path_factory.mktemp("packaging")
+    tree = base / "tree"
+    tree.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, tree / name)
+    shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    # unset: with it, setuptools warns that it skips byte-compiling, which says nothing of the project
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    log = run(sys.executable, "-m", "build", "--no-isolation", "--outdir", base / "dist", tree, env=env)
+    (base / "build.log").write_text(log, encoding="utf-8")
+    return base
+
+
+def test_the_distribution_name_is_not_harness() -> None:
+    assert PROJECT["name"] == NAME  # `harness` on PyPI is an unrelated project
+    assert PROJECT["scripts"] == {"harness": "harness.cli:main"}
+    assert PROJECT["license"] == "MIT"  # an SPDX expression: the table form is deprecated
+    assert PROJECT["version"] == harness.__version__
+
+
+def test_the_build_has_no_warning(dist: Path) -> None:
+    log = (dist / "build.log").read_text(encoding="utf-8")
+    assert f"Successfully built {STEM}.tar.gz and {STEM}-py3-none-any.whl" in log
+    noisy = [line for line in log.splitlines() if re.search(r"warn|deprecat", line, re.IGNORECASE)]
+    assert noisy == []
+
+
+def test_the_wheel_and_the_sdist_hold_the_package(dist: Path) -> None:
+    sources = {
+        path.relative_to(ROOT / "src").as_posix()
+        for path in (ROOT / "src" / "harness").rglob("*")
+        if path.suffix in {".py", ".typed"} and "__pycache__" not in path.parts
+    }
+    with zipfile.ZipFile(dist / "dist" / f"{STEM}-py3-none-any.whl") as wheel:
+        names = set(wheel.namelist())
+        metadata = wheel.read(f"{STEM}.dist-info/METADATA").decode()
+        entry_points = wheel.read(f"{STEM}.dist-info/entry_points.txt").decode()
+    assert sources <= names
+    assert f"Name: {NAME}\n" in metadata and "License-Expression: MIT\n" in metadata
+    assert "harness = harness.cli:main" in entry_points
+    with tarfile.open(dist / "dist" / f"{STEM}.tar.gz") as sdist:
+        members = {member.removeprefix(f"{STEM}/") for member in sdist.getnames()}
+    assert {"pyproject.toml", "README.md"} | {f"src/{source}" for source in sources} <= members
+
+
+def test_the_wheel_installs_in_a_fresh_venv_and_runs(dist: Path) -> None:
+    venv = dist / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv)
+    python = venv / "bin" / "python"
+    wheel = dist / "dist" / f"{STEM}-py3-none-any.whl"
+    pip = (sys.executable, "-m", "pip", "--python", python)
+    run(*pip, "install", "--no-deps", "--no-index", "--quiet", wheel)
+    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (site / "_test_dependencies.pth").write_text("".join(f"{path}\n" for path in ours), encoding="utf-8")
+    env = {**os.environ, "HOME": str(dist), "XDG_DATA_HOME": str(dist / "data")}
+    env.pop("DEEPSEEK_API_KEY", None)
+
+    probe = "import harness, importlib.metadata as m; print(harness.__file__, m.version('harness-sessions'))"
+    where = run(python, "-c", probe, cwd=dist, env=env).split()
+    assert Path(where[0]).is_relative_to(site)  # the wheel's harness, not this checkout's
+    assert where[1] == PROJECT["version"]
+
+    command = venv / "bin" / "harness"
+    assert run(command, "--version", cwd=dist, env=env).strip() == f"harness {PROJECT['version']}"
+    demo = run(command, "demo", "--engine", cwd=dist, env=env)
+    assert "The closers pass restore" in demo
