@@ -4,11 +4,11 @@ The core is ``Session``: an append-only log of immutable ``Event`` values and th
 model-visible Surface folded from it. See ``docs/architecture.md``.
 
 Every public name is importable from here (``from harness import SessionStore``): the
-core (events, messages, surface, session) and the whole error tree are imported with the
-package; the names of storage, tools, providers, compaction, recovery and the agent loop
-on first use, so ``import harness`` loads none of ``psycopg``, ``openai``, ``zstandard``,
-``rich`` or ``typer``. Each subpackage exports its own names too
-(``harness.stores.SessionStore``), and ``harness.__all__`` is the union of theirs: a
+core (events, messages, surface, session) and the errors of ``harness.errors`` are
+imported with the package; the names of storage, tools, providers, compaction, recovery
+and the agent loop on first use, so ``import harness`` loads none of ``psycopg``,
+``openai``, ``zstandard``, ``rich`` or ``typer``. Each subpackage exports its own names
+too (``harness.stores.SessionStore``), and ``harness.__all__`` is the union of theirs: a
 name added to a subpackage's ``__all__`` is a name of ``harness``.
 """
 
