@@ -473,7 +473,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
                 index=index,
                 rule="legacy",
             )
-        seq = as_safe_int(obj["seq"])
+        seq = as_safe_int(obj["seq"], negative_zero=True)
         if seq != index:
             raise InvalidSeed(
                 f"seed must be contiguous from 0: event at index {index} has seq {obj['seq']!r}",
@@ -491,7 +491,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
         event = Event(
             kind,
             index,
-            as_safe_int(obj["time"]),  # type: ignore[arg-type]
+            as_safe_int(obj["time"], negative_zero=True),  # type: ignore[arg-type]
             data_json if data_json is not None else dumps_kept(data),
             transition.surface_op,
             transition.source_event_seqs,
