@@ -9,15 +9,17 @@ current-looking record is left for the seed validation to judge.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from harness.errors import InvalidSeed, UnsupportedFormat
 from harness.events.envelope import as_safe_int
+from harness.events.event import Event
 from harness.events.vocabulary import KNOWN_EVENT_TYPES, LEGACY_REFUSED_TYPES, SURFACE_TYPES
 from harness.messages.shapes import message_event_problem
 
 __all__ = [
+    "check_closers",
     "is_current",
     "legacy_message_id",
     "normalize_legacy",
@@ -320,3 +322,27 @@ def is_current(event: dict[str, Any]) -> bool:
             return False
     return kind in KNOWN_EVENT_TYPES or event.get("ignorable") is True
 
+
+def check_closers(closers: Sequence[Event]) -> None:
+    """Refuse crash-repair closers that a later load would not take as they are.
+
+    ``Session.from_stored`` already held them to the seed rules; this holds them to
+    the load pipeline's own passes too (a ``turn/end`` for a turn that is not a
+    positive integer is malformed on reload), so a committed repair always reloads.
+    Raises ``InvalidSeed`` (rule ``repair``).
+    """
+    for closer in closers:
+        wire = closer.to_json()
+        why = "it is not in the current format"
+        if wire["type"] == "turn/end" and isinstance(wire["data"], dict):
+            try:
+                _legacy_turn_end(wire["data"])
+            except _Malformed as malformed:
+                why = str(malformed)
+        if not is_current(wire):
+            raise InvalidSeed(
+                f"the turn left open cannot be closed by crash repair into a log that loads: "
+                f"its {closer.type} closer at seq {closer.seq} would be refused ({why})",
+                index=closer.seq,
+                rule="repair",
+            )
