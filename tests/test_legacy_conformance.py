@@ -21,7 +21,7 @@ from harness.stores.backend import StoredLog
 from harness.stores.jsonl.frames import encode_frame
 from harness.stores.jsonl.paths import Compression
 from harness.stores.store import restore_stored
-from tests.legacy_cases import CASES, HEADER, SESSION_ID, USER, Case, current_user, ev, jsonl, numbered, turn
+from tests.legacy_cases import CASES, HEADER, SESSION_ID, USER, Case, current_user, ev, jsonl, turn
 from tests.stores.test_jsonl_format import place
 from tests.stores.test_streamed_restore import both_ways
 
@@ -141,7 +141,3 @@ def test_malformed_legacy_record_names_the_record_and_the_rule() -> None:
     ):
         restored(turn({"turn": 1, "reason": {"kind": "completed"}, "x": 1}))
 
-
-def test_cases_are_numbered_as_written() -> None:
-    # The case logs are what dsh read: seq = index, time = 1000 + index unless set.
-    assert [e["seq"] for e in numbered(CASES[0].events)] == list(range(len(CASES[0].events)))
