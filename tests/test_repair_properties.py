@@ -199,14 +199,21 @@ def open_turn_logs(draw: st.DrawFn) -> list[dict[str, Any]]:
             ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ]
     turn = draw(TURNS)
-    events.append(turn_start(turn))
+    start = turn_start(turn)
+    if draw(st.booleans()):  # the pre-react-loop form, normalised before the repair
+        start["data"] = {**start["data"], "trigger": {"kind": "user"}}
+    events.append(start)
     counter = 0
     for _ in range(draw(st.integers(0, 3))):
         step = draw(STEPS)
         events.append(ev("step/start", present(turn=turn, step=step)))
         calls = draw(st.lists(CALL_IDS, max_size=3))
         counter += 1
-        events.append(assistant(turn, step, calls, f"a-{counter}"))
+        reply = assistant(turn, step, calls, f"a-{counter}")
+        if draw(st.booleans()):  # the pre-identity form: {content, provenance}
+            message = reply["data"].pop("message")
+            reply["data"] |= {"content": message["content"], "provenance": {"provider": "p", "model": "m"}}
+        events.append(reply)
         for call_id in calls:
             if draw(st.booleans()):
                 events.append(ev("tool/call", present(turn=turn, step=step, callId=call_id, name="bash")))
