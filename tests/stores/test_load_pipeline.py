@@ -69,7 +69,7 @@ def test_legacy_shapes_are_normalized_on_load() -> None:
     session, closers = restore_stored(
         SID,
         log(
-            ev(0, "turn/start", {"turn": 1, "trigger": "user"}),
+            ev(0, "turn/start", {"turn": 1, "trigger": {"kind": "user"}}),
             ev(1, "step/start", {"turn": 1, "step": 1}),
             ev(
                 2,
@@ -89,6 +89,7 @@ def test_legacy_shapes_are_normalized_on_load() -> None:
                         "id": "steer-1",
                     },
                 },
+                surfaceOp="append",
             ),
             ev(
                 4,
@@ -130,7 +131,7 @@ def test_legacy_shapes_are_normalized_on_load() -> None:
                 sourceEventSeqs=[6],
             ),
             ev(8, "step/end", {"turn": 1, "step": 1}),
-            ev(9, "turn/end", {"turn": 1, "reason": "aborted"}),
+            ev(9, "turn/end", {"turn": 1, "reason": {"kind": "aborted"}}),
             ev(10, "turn/start", {"turn": 2}),
             ev(11, "turn/end", {"turn": 2, "reason": {"kind": "error", "step": 1, "message": "boom"}}),
             ev(12, "turn/start", {"turn": 3}),
@@ -143,7 +144,7 @@ def test_legacy_shapes_are_normalized_on_load() -> None:
                 },
             ),
             ev(14, "turn/start", {"turn": 4}),
-            ev(15, "turn/end", {"turn": 4, "reason": "disposed"}),
+            ev(15, "turn/end", {"turn": 4, "reason": {"kind": "disposed"}}),
         ),
     )
     assert closers == []

@@ -180,12 +180,15 @@ def test_is_current_refuses_every_shape_the_legacy_passes_touch() -> None:
         {"type": "steering/message", "data": {"message": {}}, "ignorable": True},
         {"type": "x/new", "data": {}},
         {"type": "turn/start", "data": {"turn": 1, "trigger": "user"}},
+        {"type": "turn/start", "data": {"turn": 1, "trigger": {"kind": "user"}}},
         {"type": "turn/end", "data": {"turn": 1, "reason": "aborted"}},
         {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "aborted"}}},
         {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "error", "message": "m"}}},
-        {"type": "user/message", "data": {"content": []}},
-        {"type": "assistant/message", "data": {"content": []}},
-        {"type": "tool/result", "data": {"callId": "c"}},
+        {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}, "x": 1}},
+        {"type": "turn/end", "data": {"turn": 0, "reason": {"kind": "completed"}}},
+        {"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}},
+        {"type": "assistant/message", "data": {"content": [], "provenance": {}}},
+        {"type": "tool/result", "data": {"callId": "c", "content": [], "isError": False}},
         {"type": "request/header", "data": {"reason": "fallback"}},
     ]
     for event in refused:

@@ -5,6 +5,11 @@
 before the session is resumed: a synthetic ``tool/result`` per tool call of the
 open step that has no result, then ``step/end`` if a step is open, then
 ``turn/end`` with reason ``interrupted``. The texts the model will read are our own.
+
+The closers carry the log's values as they are (a pending call's id, the turn and
+step numbers), as in the reference: when one of those is unusable (a call without a
+non-empty string id, a turn that is not a positive integer) the closers do not load,
+and a restore refuses the session rather than commit them (``Session.from_stored``).
 """
 
 from __future__ import annotations
@@ -29,28 +34,35 @@ TOOL_NOT_STARTED_TEXT: Final = (
 )
 
 
+_OPEN_NONE: Final = object()  # "no turn is open" (a turn's number may itself be null)
+
+
 class _Pending:
     __slots__ = ("call_id", "call_seq", "step")
 
-    def __init__(self, call_id: str, step: Any) -> None:
+    def __init__(self, call_id: Any, step: Any) -> None:
         self.call_id = call_id
         self.step = step
         self.call_seq: int | None = None
 
 
-def _tool_call_ids(message: Any) -> list[str]:
+def _tool_call_ids(message: Any) -> list[Any]:
+    """The ids of the message's tool-call blocks, as they are (``None`` when absent)."""
     if not isinstance(message, Mapping):
         return []
     content = message.get("content")
     if not isinstance(content, list | tuple):
         return []
     return [
-        block["id"]
+        block.get("id")
         for block in content
-        if isinstance(block, Mapping)
-        and block.get("type") == "tool-call"
-        and isinstance(block.get("id"), str)
+        if isinstance(block, Mapping) and block.get("type") == "tool-call"
     ]
+
+
+def _key(call_id: Any) -> Any:
+    # Pending calls are keyed by id; an unhashable (object or array) id keys by its text.
+    return call_id if isinstance(call_id, str | int | float | None) else repr(call_id)
 
 
 def repair_closers(events: Sequence[Event]) -> list[Event]:
@@ -67,17 +79,22 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
             break
     if start is None:
         return []
-    turn: Any = None
+    turn: Any = _OPEN_NONE
     step: Any = None
-    pending: dict[str, _Pending] = {}
+    pending: dict[Any, _Pending] = {}
     for event in events[start:]:
         kind = event.type
         data = event.data if isinstance(event.data, Mapping) else FrozenDict()
         if kind == "turn/start":
-            turn, step = data.get("turn"), None
+            # As in the reference, a turn numbered null reads as no open turn; one
+            # without a number gets closers numbered null, which a restore refuses.
+            turn = data.get("turn")
+            if turn is None and "turn" in data:
+                turn = _OPEN_NONE
+            step = None
             pending.clear()
         elif kind == "turn/end":
-            turn, step = None, None
+            turn, step = _OPEN_NONE, None
             pending.clear()
         elif kind == "step/start":
             step = data.get("step")
@@ -86,19 +103,17 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
             pending.clear()
         elif kind == "assistant/message":
             for call_id in _tool_call_ids(data.get("message")):
-                pending[call_id] = _Pending(call_id, data.get("step"))
+                pending[_key(call_id)] = _Pending(call_id, data.get("step"))
         elif kind == "tool/call":
-            called = data.get("callId")
-            call = pending.get(called) if isinstance(called, str) else None
+            call = pending.get(_key(data.get("callId")))
             if call is not None:
                 call.call_seq = event.seq
         elif kind == "tool/result":
             message = data.get("message")
             source = message.get("source") if isinstance(message, Mapping) else None
-            answered = source.get("callId") if isinstance(source, Mapping) else None
-            if isinstance(answered, str):
-                pending.pop(answered, None)
-    if turn is None or not events:
+            if isinstance(source, Mapping):
+                pending.pop(_key(source.get("callId")), None)
+    if turn is _OPEN_NONE or not events:
         return []
     last = events[-1]
     seq, now = last.seq + 1, last.time

@@ -410,20 +410,40 @@ def _restore(
     with collector_paused():
         _validate_seed(session, seed, decoded=decoded)
         if closers is not None:
-            closers.extend(repair_closers(session._events))
-            for closer in closers:
-                session._surface.advance(closer)
-                session._events.append(closer)
+            closers.extend(_checked_closers(session))
     session._first_live_seq = len(session._events)
     if not session._events or session._events[-1].type != END_SEED:
         session.append(END_SEED, FrozenDict())
     return session
 
 
-def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], *, decoded: bool) -> None:
+def _checked_closers(session: Session) -> list[Event]:
+    """The repair closers of the session's open turn, validated and applied.
+
+    They pass the seed rules like any stored event, as in the reference, so what a
+    store commits always restores; closers that cannot (a pending call without a
+    usable id, say) refuse the whole seed with ``InvalidSeed`` (rule ``repair``).
+    """
+    events = session._events
+    start = len(events)
+    closers = repair_closers(events)
+    try:
+        _validate_seed(session, closers, decoded=True, start=start)
+    except InvalidSeed as error:
+        raise InvalidSeed(
+            f"the turn left open cannot be closed by crash repair into a log that loads: {error}",
+            index=error.index,
+            rule="repair",
+        ) from None
+    return events[start:]
+
+
+def _validate_seed(
+    session: Session, seed: Iterable[Event | Mapping[str, Any]], *, decoded: bool, start: int = 0
+) -> None:
     events = session._events
     surface = session._surface
-    for index, item in enumerate(seed):
+    for index, item in enumerate(seed, start):
         data_json: bytes | None = None
         if type(item) is dict:
             obj: Any = item
@@ -473,7 +493,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
                 index=index,
                 rule="legacy",
             )
-        seq = as_safe_int(obj["seq"])
+        seq = as_safe_int(obj["seq"], negative_zero=True)
         if seq != index:
             raise InvalidSeed(
                 f"seed must be contiguous from 0: event at index {index} has seq {obj['seq']!r}",
@@ -491,7 +511,7 @@ def _validate_seed(session: Session, seed: Iterable[Event | Mapping[str, Any]], 
         event = Event(
             kind,
             index,
-            as_safe_int(obj["time"]),  # type: ignore[arg-type]
+            as_safe_int(obj["time"], negative_zero=True),  # type: ignore[arg-type]
             data_json if data_json is not None else dumps_kept(data),
             transition.surface_op,
             transition.source_event_seqs,

@@ -41,7 +41,7 @@ from harness.stores.backend import (
 )
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease, LeasingBackend, TailingBackend
-from harness.stores.legacy import is_current, normalize_legacy, refuse_retired, refuse_unknown
+from harness.stores.legacy import check_closers, is_current, normalize_legacy, refuse_retired, refuse_unknown
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
 __all__ = ["Progress", "SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
@@ -79,7 +79,9 @@ def restore_stored(
             refuse_retired(session_id, events, log.location)
             normalize_legacy(session_id, events)
             refuse_unknown(session_id, events, log.location)
-            return Session.from_stored(session_id, events, log.header, clock=clock)
+            session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
+            check_closers(closers)
+            return session, closers
     except InvalidSeed as error:
         raise CorruptSession(
             f"stored session {session_id!r} failed validation: {error}", path=log.location
@@ -123,7 +125,9 @@ def restore_streamed(
     try:
         with collector_paused():
             events = _current_only(stream.events(), stream, progress)
-            return Session.from_stored(session_id, events, log.header, clock=clock)
+            session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
+            check_closers(closers)
+            return session, closers
     except (StreamRejected, InvalidSeed):
         return None
 

@@ -109,8 +109,8 @@ def event_from_wire(session_id: str, obj: dict[str, Any], where: str) -> Event:
         raise corrupt(session_id, where, f"event at seq {obj['seq']}: {error}") from None
     return Event(
         obj["type"],
-        as_safe_int(obj["seq"]),  # type: ignore[arg-type]
-        as_safe_int(obj["time"]),  # type: ignore[arg-type]
+        as_safe_int(obj["seq"], negative_zero=True),  # type: ignore[arg-type]
+        as_safe_int(obj["time"], negative_zero=True),  # type: ignore[arg-type]
         dumps_kept(obj["data"]),
         op,
         seqs,
