@@ -18,6 +18,7 @@ import pytest
 
 import harness
 from harness.errors import (
+    CorruptSession,
     InvalidSessionId,
     PersistenceFailed,
     SessionConflict,
@@ -67,12 +68,17 @@ def one_turn(session: harness.Session, turn: int = 1, *, close: bool = True) -> 
 
 
 class StoreContract:
-    """Subclass and implement ``make_backend``; ``second_backend`` must open the same storage."""
+    """Subclass and implement ``make_backend``; ``second_backend`` must open the same storage;
+    ``corrupt_header`` damages a stored header the way that storage can be damaged."""
 
     def make_backend(self, tmp_path: Path) -> Backend:
         raise NotImplementedError
 
     def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
+        raise NotImplementedError
+
+    def corrupt_header(self, tmp_path: Path, backend: Backend, session_id: str) -> None:
+        """Overwrite the stored header of ``session_id`` with bytes that are not a header."""
         raise NotImplementedError
 
     # ---- round trip ------------------------------------------------------------------
@@ -752,6 +758,29 @@ class StoreContract:
                 assert [e["seq"] for e in events] == list(range(21))
                 for n in range(1, 21, 2):  # each pair was written by one backend
                     assert events[n]["data"]["chunk"]["text"] == events[n + 1]["data"]["chunk"]["text"]
+
+        run(scenario())
+
+    def test_a_session_whose_header_is_corrupt_is_listed_with_the_reason(self, tmp_path: Path) -> None:
+        """Never silently dropped (FORMAT §13 case 57 names one such reason): the listing
+        keeps the session, says why it cannot be read, and a read refuses it as corrupt."""
+
+        async def scenario() -> None:
+            async with self._opened(tmp_path) as backend:
+                for session_id in ("good", "bad"):
+                    await backend.create(header(session_id, created_at=10))
+                    await backend.append(session_id, [chunk(0), chunk(1, time=1500)])
+                self.corrupt_header(tmp_path, backend, "bad")
+                async with self._opened(tmp_path, backend) as again:
+                    listed = {info.id: info for info in await again.list()}
+                    assert sorted(listed) == ["bad", "good"]
+                    good, bad = listed["good"], listed["bad"]
+                    assert good.problem is None and good.created_at == 10
+                    assert isinstance(bad.problem, str) and "header" in bad.problem
+                    assert bad.event_count == 2 and bad.last_activity == 1500
+                    with pytest.raises(CorruptSession):
+                        await read_whole(again, "bad")
+                    assert len((await read_whole(again, "good")).events) == 2
 
         run(scenario())
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import harness
 from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.jsonl.frames import encode_frame, scan_frames
 from harness.stores.store import SessionStore
 from tests.stores.contract import StoreContract, one_turn, wire
 
@@ -20,6 +21,15 @@ class TestJsonlPlain(StoreContract):
 
     def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
         return JsonlBackend(tmp_path / "root", compression=self.compression)  # type: ignore[arg-type]
+
+    def corrupt_header(self, tmp_path: Path, backend: Backend, session_id: str) -> None:
+        (path,) = (tmp_path / "root").glob(f"*/{session_id}/session.*")
+        data = path.read_bytes()
+        if self.compression == "zstd":
+            rest = data[scan_frames(data).frames[0][1] :]
+            path.write_bytes(encode_frame(b"{not a header\n") + rest)
+        else:
+            path.write_bytes(b"{not a header\n" + data.split(b"\n", 1)[1])
 
 
 class TestJsonlZstd(TestJsonlPlain):

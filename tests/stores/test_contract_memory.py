@@ -17,3 +17,8 @@ class TestMemoryBackend(StoreContract):
         inner = getattr(first, "inner", first)
         assert isinstance(inner, MemoryBackend)
         return inner
+
+    def corrupt_header(self, tmp_path: Path, backend: Backend, session_id: str) -> None:
+        inner = getattr(backend, "inner", backend)
+        assert isinstance(inner, MemoryBackend)
+        inner._headers[session_id] = b"{not a header"

@@ -28,3 +28,7 @@ class TestPostgresContract(StoreContract):
 
     def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
         return self.schema.backend()
+
+    def corrupt_header(self, tmp_path: Path, backend: Backend, session_id: str) -> None:
+        with self.schema.connect() as conn:
+            conn.execute(b"UPDATE sessions SET header = '{not a header' WHERE id = %s", (session_id,))

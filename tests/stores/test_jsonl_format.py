@@ -473,8 +473,9 @@ def test_f57_zstd_first_frame_rules_and_list_header_validation(tmp_path: Path) -
     place(tmp_path / "a", two_lines, "zstd")
     with pytest.raises(CorruptSession, match="first frame is not exactly one header line"):
         read(tmp_path / "a", "zstd")
-    with pytest.raises(CorruptSession, match="first frame is not exactly one header line"):
-        run(backend(tmp_path / "a", "zstd").list())
+    (damaged,) = run(backend(tmp_path / "a", "zstd").list())  # listed with the reason, never dropped
+    assert damaged.id == SID and damaged.problem is not None
+    assert "first frame is not exactly one header line" in damaged.problem
 
     place(tmp_path / "b", MAGIC, "zstd")
     with pytest.raises(CorruptSession, match="empty or header-less"):
@@ -488,8 +489,9 @@ def test_f57_zstd_first_frame_rules_and_list_header_validation(tmp_path: Path) -
     header_end = scan_frames(bytes(data)).frames[0][1]
     data[header_end - 1] ^= 0xFF  # the header frame's checksum
     path.write_bytes(bytes(data))
-    with pytest.raises(CorruptSession, match="header frame failed validation"):
-        run(backend(tmp_path / "c", "zstd").list())
+    (damaged,) = run(backend(tmp_path / "c", "zstd").list())
+    assert (damaged.id, damaged.created_at, damaged.location) == (SID, None, str(path))
+    assert damaged.problem is not None and "header frame failed validation" in damaged.problem
     with pytest.raises(CorruptSession, match="header frame failed validation"):
         read(tmp_path / "c", "zstd")
 
@@ -616,7 +618,7 @@ def test_f60_opposite_suffix_or_flat_layout_in_root_is_refused(
     mixed = tmp_path / "mixed"
     write_session(mixed, [closed_turn(0)], opposite)
     store = backend(mixed, compression)
-    with pytest.raises(UnsupportedFormat, match=r"uses \.jsonl"):
+    with pytest.raises(UnsupportedFormat, match=r"is a \.jsonl(\.zstd)? log.*one encoding"):
         run(store.read_exact(SID))
     with pytest.raises(UnsupportedFormat):
         run(backend(mixed, compression).list())
@@ -678,8 +680,9 @@ def test_f61_header_id_rewritten_to_another_session_fails_and_modifies_nothing(
         with pytest.raises(CorruptSession):
             await store.append(SID, [ev("turn/start", 6, {"turn": 2})])
         assert len((await store.read_exact("session-2")).events) == 6
-        with pytest.raises(CorruptSession, match="identify"):
-            await store.list()
+        listed = {info.id: info for info in await store.list()}  # the damaged one is not dropped
+        assert listed["session-2"].problem is None
+        assert "identify" in str(listed[SID].problem)
 
     run(load())
     assert (mine.read_bytes(), theirs.read_bytes()) == before
@@ -1224,13 +1227,24 @@ def test_list_reads_headers_and_summarises_tails(tmp_path: Path, compression: Co
     write_session(root, [events], compression)
     other = Path(Layout(root, compression).log_path("/elsewhere", "s-empty"))
     other.parent.mkdir(parents=True)
-    other.write_bytes(b"")  # empty files are skipped
+    other.write_bytes(b"")  # an empty file is listed as damaged
     headerless = Path(Layout(root, compression).log_path("/elsewhere", "s-junk"))
     headerless.parent.mkdir(parents=True)
     headerless.write_bytes(
         b'{"type":"turn/start","seq":0,"time":1,"data":{}}\n' if compression == "none" else MAGIC
     )
-    (info,) = run(backend(root, compression).list())
+    listed = {info.id: info for info in run(backend(root, compression).list())}
+    info = listed.pop(SID)
+    problems = {key: str(value.problem).split(" (")[0] for key, value in listed.items()}
+    assert problems == {  # listed with the reason, not dropped
+        "s-empty": "corrupt session log: empty or header-less session log",
+        "s-junk": (
+            "corrupt session log: empty or header-less session log"
+            if compression == "zstd"
+            else "corrupt session log: first line is not a session header: type is not \"session\""
+        ),
+    }
+    assert info.problem is None
     assert info.id == SID and info.cwd == CWD and info.created_at == HEADER.created_at
     assert (info.event_count, info.last_activity, info.title) == (9, 5000, "Counting lines")
     assert info.location == str(Layout(root, compression).log_path(CWD, SID))

@@ -314,7 +314,7 @@ def test_an_idempotent_retry_leaves_the_listing_as_it_was(pg: PgSchema) -> None:
     run(go())
 
 
-def test_list_skips_an_unreadable_header(pg: PgSchema) -> None:
+def test_list_shows_an_unreadable_header_as_damaged(pg: PgSchema) -> None:
     run(seeded(pg))
     execute(pg, "UPDATE sessions SET header = '{'")
 
@@ -322,7 +322,9 @@ def test_list_skips_an_unreadable_header(pg: PgSchema) -> None:
         async with pg.opened() as backend:
             return await backend.list()
 
-    assert run(go()) == []
+    (damaged,) = run(go())  # listed with the reason, never dropped
+    assert (damaged.id, damaged.event_count, damaged.cwd) == ("s1", 4, "/work/project")
+    assert damaged.problem is not None and "not a JSON object" in damaged.problem
 
 
 # -- corruption --------------------------------------------------------------------------------------------

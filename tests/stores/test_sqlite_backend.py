@@ -80,6 +80,10 @@ class TestSqliteContract(StoreContract):
     def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
         return SqliteBackend(tmp_path / "sessions.db")
 
+    def corrupt_header(self, tmp_path: Path, backend: Backend, session_id: str) -> None:
+        with raw(tmp_path / "sessions.db") as conn:
+            conn.execute("UPDATE sessions SET header = '{not a header' WHERE id = ?", (session_id,))
+
 
 # -- rows -------------------------------------------------------------------------------------------
 
@@ -342,7 +346,7 @@ def test_foreign_header_version_is_unsupported(db: Path, version: int, word: str
         run(_read(db, "s1"))
 
 
-def test_list_skips_an_unreadable_header(db: Path) -> None:
+def test_list_shows_an_unreadable_header_as_damaged(db: Path) -> None:
     _seeded(db)
     _execute(db, "UPDATE sessions SET header = '{'")
 
@@ -353,7 +357,9 @@ def test_list_skips_an_unreadable_header(db: Path) -> None:
         finally:
             await store.close()
 
-    assert run(go()) == []
+    (damaged,) = run(go())  # listed with the reason, never dropped
+    assert (damaged.id, damaged.event_count, damaged.cwd) == ("s1", 4, "/work/project")
+    assert damaged.problem is not None and "not a JSON object" in damaged.problem
 
 
 # -- schema versions --------------------------------------------------------------------------------

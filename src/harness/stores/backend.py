@@ -126,15 +126,21 @@ class StoredLog(msgspec.Struct, frozen=True):
 
 
 class SessionInfo(msgspec.Struct, frozen=True):
-    """One line of ``list()``."""
+    """One line of ``list()``.
+
+    ``problem`` is ``None`` for a session whose header reads; for a damaged one it says
+    why (the error a load would raise), and ``created_at``/``cwd``/``title`` are what
+    could still be read (``None`` when nothing could).
+    """
 
     id: str
-    created_at: int
+    created_at: int | None
     cwd: str | None
     event_count: int
     last_activity: int | None
     title: str | None = None
     location: str | None = None
+    problem: str | None = None
 
 
 @runtime_checkable
@@ -163,7 +169,9 @@ class Backend(Protocol):
         ...
 
     async def list(self) -> list[SessionInfo]:
-        """Every stored session (a created but never-appended one is not listed)."""
+        """Every stored session (a created but never-appended one is not listed). A session
+        whose header cannot be read is listed with ``problem`` set, never dropped; a store
+        that breaks its own layout rules (FORMAT §9.1) raises."""
         ...
 
     async def close(self) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.errors import SessionExists, SessionNotFound
+import msgspec
+
+from harness.errors import CorruptSession, SessionExists, SessionNotFound
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SessionHeader, validate_header
@@ -36,7 +38,10 @@ class MemoryBackend:
         self._lines[header.id] = []
 
     def _header(self, session_id: str) -> SessionHeader:
-        return validate_header(loads(self._headers[session_id]), session_id)
+        try:
+            return validate_header(loads(self._headers[session_id]), session_id)
+        except ValueError as error:  # InvalidHeader is a ValueError too
+            raise CorruptSession(f"corrupt session {session_id!r}: unreadable header: {error}") from None
 
     def _known(self, session_id: str) -> list[bytes]:
         check_session_id(session_id)
@@ -67,8 +72,16 @@ class MemoryBackend:
     async def list(self) -> list[SessionInfo]:
         out = []
         for session_id, lines in self._lines.items():
-            if lines:
-                out.append(summarize(self._header(session_id), [loads(line) for line in lines]))
+            if not lines:
+                continue
+            events = [loads(line) for line in lines]
+            try:
+                header = self._header(session_id)
+            except CorruptSession as error:  # listed with the reason, never dropped
+                info = summarize(SessionHeader(id=session_id, created_at=0), events)
+                out.append(msgspec.structs.replace(info, created_at=None, cwd=None, problem=str(error)))
+                continue
+            out.append(summarize(header, events))
         return out
 
     async def close(self) -> None:

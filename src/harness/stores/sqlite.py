@@ -77,7 +77,6 @@ Decisions:
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
@@ -111,8 +110,6 @@ from harness.stores.rows import decode_row, header_from_text, row_events, title_
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
-
-log = logging.getLogger(__name__)
 
 APPLICATION_ID: Final = 0x68726E73
 """``PRAGMA application_id`` of a harness session database ("hrns")."""
@@ -564,7 +561,8 @@ class SqliteBackend:
     def _list(self) -> list[SessionInfo]:
         try:
             rows = self._db.execute(
-                "SELECT s.id, s.header, s.length, s.last_time, e.line FROM sessions AS s "
+                "SELECT s.id, s.header, s.length, s.last_time, e.line, s.created_at, s.cwd "
+                "FROM sessions AS s "
                 "LEFT JOIN events AS e ON e.session_id = s.id AND e.seq = s.title_seq "
                 "WHERE s.length > 0 ORDER BY s.created_at, s.id"
             ).fetchall()
@@ -572,14 +570,26 @@ class SqliteBackend:
             raise StorageError(f"cannot list sessions in {self._path}: {error}") from error
         location = str(self._path)
         out: list[SessionInfo] = []
-        for key, header_text, length, last_time, title_line in rows:
+        for key, header_text, length, last_time, title_line, created_at, cwd in rows:
             session_id = key if isinstance(key, str) else bytes(key).decode("utf-8", "surrogatepass")
+            title = title_from_line(title_line)
             try:
                 header = self._header(session_id, header_text)
             except StorageError as error:
-                log.warning("skipping session %r in %s: %s", session_id, location, error)
+                # Listed with the reason, never dropped: its row columns are what is left.
+                out.append(
+                    SessionInfo(
+                        id=session_id,
+                        created_at=created_at if isinstance(created_at, int) else None,
+                        cwd=cwd if isinstance(cwd, str) else None,
+                        event_count=length,
+                        last_activity=last_time,
+                        title=title,
+                        location=location,
+                        problem=str(error),
+                    )
+                )
                 continue
-            title = title_from_line(title_line)
             out.append(
                 SessionInfo(
                     id=header.id,
@@ -598,7 +608,7 @@ class SqliteBackend:
 
         Reads the session rows only (count, last time and title are kept up to date by
         ``append``); gives what ``summarize`` gives for the full log. A row whose header
-        is unreadable is skipped with a warning, as JSONL listing skips such files.
+        is unreadable is listed with ``problem`` saying why, as JSONL listing does.
         """
         return await self._run(self._list)
 

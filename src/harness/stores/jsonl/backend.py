@@ -48,6 +48,7 @@ from harness.errors import (
     SessionConflict,
     SessionExists,
     SessionNotFound,
+    UnsupportedFormat,
 )
 from harness.events.event import Event
 from harness.events.json import dumps
@@ -57,8 +58,16 @@ from harness.stores.backend import ReadProgress, SessionInfo, StoredLog, TornTai
 from harness.stores.ids import check_session_id
 from harness.stores.jsonl.fileio import FileOps, read_stable, write_all
 from harness.stores.jsonl.frames import encode_frame, header_line_of, scan_frames
-from harness.stores.jsonl.headerline import header_fields, parse_header_line
-from harness.stores.jsonl.paths import DIR_MODE, FILE_MODE, MAX_SEGMENT, Compression, Layout, encode_segment
+from harness.stores.jsonl.headerline import parse_header_line
+from harness.stores.jsonl.paths import (
+    DIR_MODE,
+    FILE_MODE,
+    MAX_SEGMENT,
+    Compression,
+    Layout,
+    decode_segment,
+    encode_segment,
+)
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
 from harness.stores.jsonl.stream import plain_events, zstd_events
@@ -545,37 +554,22 @@ class JsonlBackend:
         seen: dict[str, str] = {}
         out: list[SessionInfo] = []
         for path in layout.all_logs():
-            line = first_header(path, self._compression)
-            fields = header_fields(line) if line is not None else None
-            if fields is None:
-                continue
-            session_id: str = fields["id"]
-            cwd = fields.get("cwd")
+            folder = os.path.basename(os.path.dirname(path))
+            named = decode_segment(folder) or folder  # the id this directory stands for
+            if named in seen:
+                raise layout.duplicate(named, [seen[named], path])
+            seen[named] = path
             try:
-                if cwd is not None and not isinstance(cwd, str):
-                    raise InvalidSessionId(f"cwd {cwd!r} is not a string")
-                expected = layout.log_path(cwd, session_id)
-            except InvalidSessionId as error:
-                raise CorruptSession(
-                    f"corrupt session log: header id and cwd cannot name a storage path ({error})",
-                    path=path,
-                    offset=0,
-                ) from None
-            if not layout.same_file(path, expected):
-                raise CorruptSession(
-                    f"corrupt session log: header id {session_id!r} and cwd {cwd!r} identify {expected}",
-                    path=path,
-                    offset=0,
-                )
-            if session_id in seen:
-                raise layout.duplicate(session_id, [seen[session_id], path])
-            seen[session_id] = path
+                header = self._listed_header(path)
+            except (CorruptSession, UnsupportedFormat) as error:
+                out.append(self._damaged(named, path, str(error)))
+                continue
             tail = tail_summary(path, self._compression)
             out.append(
                 SessionInfo(
-                    id=session_id,
-                    created_at=int(fields["createdAt"]),
-                    cwd=cwd,
+                    id=header.id,
+                    created_at=header.created_at,
+                    cwd=header.cwd,
                     event_count=tail.event_count,
                     last_activity=tail.last_activity,
                     title=tail.title,
@@ -583,6 +577,45 @@ class JsonlBackend:
                 )
             )
         return out
+
+    def _listed_header(self, path: str) -> SessionHeader:
+        """The header of the log at ``path``, which must belong there; otherwise the error
+        a load would raise (FORMAT §13 case 57: a corrupt header frame is one)."""
+        line = first_header(path, self._compression)
+        if line is None:
+            raise CorruptSession("corrupt session log: empty or header-less session log", path=path, offset=0)
+        header = parse_header_line(line, path=path)
+        try:
+            expected = self._layout.log_path(header.cwd, header.id)
+        except InvalidSessionId as error:
+            raise CorruptSession(
+                f"corrupt session log: header id and cwd cannot name a storage path ({error})",
+                path=path,
+                offset=0,
+            ) from None
+        if not self._layout.same_file(path, expected):
+            raise CorruptSession(
+                f"corrupt session log: header id {header.id!r} and cwd {header.cwd!r} identify {expected}",
+                path=path,
+                offset=0,
+            )
+        return header
+
+    def _damaged(self, session_id: str, path: str, problem: str) -> SessionInfo:
+        """A listed session whose header does not read (named by its directory)."""
+        try:
+            tail = tail_summary(path, self._compression)
+        except (OSError, ValueError):
+            tail = None
+        return SessionInfo(
+            id=session_id,
+            created_at=None,
+            cwd=None,
+            event_count=tail.event_count if tail is not None else 0,
+            last_activity=tail.last_activity if tail is not None else None,
+            location=path,
+            problem=problem,
+        )
 
     async def list(self) -> list[SessionInfo]:
         return await self._run(self._list_sync)

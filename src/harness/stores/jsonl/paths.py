@@ -24,9 +24,11 @@ __all__ = [
     "NO_CWD",
     "Compression",
     "Layout",
+    "decode_segment",
     "encode_segment",
     "log_suffix",
     "project_key",
+    "root_compression",
 ]
 
 Compression = Literal["zstd", "none"]
@@ -66,6 +68,33 @@ def encode_segment(raw: str) -> str:
     if raw.isascii():
         return "".join(ch if ch in _SAFE else _escape(ord(ch)) for ch in raw)
     return "".join(chr(unit) if chr(unit) in _SAFE else _escape(unit) for unit in _utf16_units(raw))
+
+
+def decode_segment(segment: str) -> str | None:
+    """The string ``encode_segment`` made ``segment`` from, or ``None`` when ``segment``
+    is not one of its outputs (a directory someone else named)."""
+    if segment == "~002E":
+        return "."
+    if segment == "~002E~002E":
+        return ".."
+    units: list[int] = []
+    index = 0
+    while index < len(segment):
+        ch = segment[index]
+        if ch in _SAFE:
+            units.append(ord(ch))
+            index += 1
+            continue
+        hexa = segment[index + 1 : index + 5]
+        if ch != "~" or len(hexa) != 4 or any(c not in "0123456789ABCDEF" for c in hexa):
+            return None
+        units.append(int(hexa, 16))
+        index += 5
+    if not units:
+        return None
+    raw = b"".join(unit.to_bytes(2, "little") for unit in units)
+    decoded = raw.decode("utf-16-le", "surrogatepass")
+    return decoded if encode_segment(decoded) == segment else None
 
 
 def project_key(cwd: str) -> str:
@@ -139,8 +168,9 @@ class Layout:
 
     def encoding_mismatch(self, path: str) -> UnsupportedFormat:
         return UnsupportedFormat(
-            f"session log {path!r} uses {self.opposite_suffix}, but this backend is configured for "
-            f"compression {self.compression!r}; use a separate root or the matching compression"
+            f"session log {path} is a {self.opposite_suffix} log, but this store reads {self.suffix} "
+            f"(compression {self.compression!r}), and a root holds one encoding (FORMAT §9.1): "
+            "use the matching compression or a separate root"
         )
 
     def flat_layout(self, path: str) -> UnsupportedFormat:
@@ -230,3 +260,36 @@ class Layout:
             return os.path.realpath(path) == os.path.realpath(expected) and _exists(expected)
         except OSError:
             return False
+
+
+def root_compression(root: str | os.PathLike[str]) -> Compression | None:
+    """The encoding of the session logs under ``root``: ``"zstd"``, ``"none"``, or ``None``
+    when it holds no log yet (or does not exist).
+
+    Looks at ``<root>/<project>/<session>/session.jsonl[.zstd]`` only (no file is read).
+    A root holding both encodings breaks FORMAT §9.1's one-encoding rule: that raises
+    ``UnsupportedFormat`` naming a log of the rarer encoding.
+    """
+    found: dict[str, list[str]] = {log_suffix("zstd"): [], log_suffix("none"): []}
+    try:
+        projects = sorted(entry.path for entry in os.scandir(os.path.abspath(root)) if entry.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for project in projects:
+        for entry in sorted(os.scandir(project), key=lambda e: e.name):
+            for suffix, paths in found.items():
+                path = os.path.join(entry.path, LOG_NAME + suffix)
+                if entry.is_dir() and _exists(path):
+                    paths.append(path)
+    zstd, plain = found[log_suffix("zstd")], found[log_suffix("none")]
+    if zstd and plain:
+        (rare_suffix, rare), (common_suffix, common) = sorted(found.items(), key=lambda item: len(item[1]))
+        others = f"{len(common)} {common_suffix} {'log' if len(common) == 1 else 'logs'}"
+        raise UnsupportedFormat(
+            f"{rare[0]} is a {rare_suffix} log in a root that also holds {others} "
+            f"({common[0]}{', …' if len(common) > 1 else ''}): a root holds one encoding "
+            "(FORMAT §9.1); move one kind to a separate root"
+        )
+    if zstd:
+        return "zstd"
+    return "none" if plain else None

@@ -433,22 +433,35 @@ class PostgresBackend:
 
     async def list(self) -> list[SessionInfo]:
         """Every session with at least one event, oldest first (from the session rows and
-        the latest title row; a row whose header is unreadable is skipped with a warning)."""
+        the latest title row; a row whose header is unreadable is listed with ``problem``)."""
 
         async def query(conn: Connection) -> list[tuple[Any, ...]]:
             return await (await conn.execute(self._q.list)).fetchall()
 
         rows = await self._run(query, "listing sessions", None, False)
         out: list[SessionInfo] = []
-        for header_text, length, last_time, title_line in rows:
+        for header_text, length, last_time, title_line, row_id, created_at, cwd in rows:
             raw = _loads_or_none(header_text)
-            session_id = raw.get("id") if isinstance(raw, dict) else None
+            # The header's own id (a text column cannot hold every id; the header line can).
+            session_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else row_id
+            title = title_from_line(title_line)
             try:
                 header = codec.decode_header(str(session_id), header_text, self._where)
             except StorageError as error:
-                log.warning("skipping session %r in %s: %s", session_id, self._where, error)
+                # Listed with the reason, never dropped: its row columns are what is left.
+                out.append(
+                    SessionInfo(
+                        id=str(session_id),
+                        created_at=None if created_at is None else int(created_at),
+                        cwd=cwd if isinstance(cwd, str) else None,
+                        event_count=int(length),
+                        last_activity=None if last_time is None else int(last_time),
+                        title=title,
+                        location=self._where,
+                        problem=str(error),
+                    )
+                )
                 continue
-            title = title_from_line(title_line)
             out.append(
                 SessionInfo(
                     id=header.id,

@@ -52,7 +52,8 @@ class Queries:
             "WHERE x.id = %s::text AND e.seq >= %s::bigint ORDER BY e.seq LIMIT %s::bigint"
         )
         self.list = q(
-            "SELECT x.header, x.length, x.last_time, e.line FROM {s}.sessions AS x "
+            "SELECT x.header, x.length, x.last_time, e.line, x.id, x.created_at, x.cwd "
+            "FROM {s}.sessions AS x "
             "LEFT JOIN {s}.events AS e ON e.session_key = x.key AND e.seq = x.title_seq "
             "WHERE x.length > 0 ORDER BY x.created_at, x.id"
         )
