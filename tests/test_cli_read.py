@@ -59,7 +59,7 @@ def test_log_filters_by_type_and_seq_and_prints_wire_json(root: Path) -> None:
     code, out, _ = invoke(root, "log", "demo-1", "--since", "14", "--json")
     assert [json.loads(line)["seq"] for line in out.splitlines()] == [14, 15, 16, 17]
     code, out, _ = invoke(root, "log", "demo-1")
-    assert code == 0 and "[error]" in out and "tool/result" in out
+    assert code == 0 and "error TOOL_OUTCOME_UNKNOWN" in out and "tool/result" in out
 
 
 def test_surface_shows_the_derived_messages(root: Path) -> None:

@@ -53,10 +53,13 @@ def parse_store(spec: str) -> tuple[str, str]:
 
 
 class _Options:
+    """The store the root options chose. ``compression`` is ``None`` unless given: a JSONL
+    root then reads (and writes) in the encoding its logs already use, zstd when empty."""
+
     def __init__(
         self,
         root: str,
-        compression: str,
+        compression: str | None,
         sqlite: str | None,
         db: str | None = None,
         db_schema: str = "harness",
@@ -77,8 +80,12 @@ class _Options:
 
             return SqliteBackend(self.sqlite)
         from harness.stores.jsonl.backend import JsonlBackend
+        from harness.stores.jsonl.paths import Compression, root_compression
 
-        return JsonlBackend(self.root, compression=self.compression)  # type: ignore[arg-type]
+        found: Compression = "zstd" if self.compression == "zstd" else "none"
+        if self.compression is None:
+            found = root_compression(self.root) or "zstd"  # a mixed root is refused here, naming a log
+        return JsonlBackend(self.root, compression=found)
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -135,7 +142,11 @@ def root(
         DEFAULT_ROOT, "--root", envvar="HARNESS_ROOT", help="JSONL session root (format v0 layout)."
     ),
     compression: str = typer.Option(
-        "zstd", "--compression", envvar="HARNESS_COMPRESSION", help="JSONL encoding: zstd or none."
+        "zstd",
+        "--compression",
+        envvar="HARNESS_COMPRESSION",
+        help="JSONL encoding: zstd or none (default: what the root's logs use; zstd for a new root).",
+        show_default=False,
     ),
     sqlite: str | None = typer.Option(
         None, "--sqlite", envvar="HARNESS_SQLITE", help="Use this SQLite file instead of a JSONL root."
@@ -194,7 +205,8 @@ def root(
             db = None
         else:
             sqlite = None
-    ctx.obj = _Options(store_root, compression, sqlite, db, db_schema)
+    given = getattr(ctx.get_parameter_source("compression"), "name", None) in ("COMMANDLINE", "ENVIRONMENT")
+    ctx.obj = _Options(store_root, compression if given else None, sqlite, db, db_schema)
 
 
 @app.command()
@@ -220,8 +232,9 @@ def demo(
 
 @app.command()
 def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List stored sessions: id, created, last activity, events, cwd, title."""
-    from harness.cli.render import sessions_table
+    """List stored sessions, latest activity first: id, last activity, events, title, cwd.
+    A session whose header is damaged is listed with the reason."""
+    from harness.cli.render import plural, sessions_table
 
     infos = _with_store(ctx, lambda store: store.list())
     infos = sorted(infos, key=lambda info: info.last_activity or 0, reverse=True)
@@ -235,12 +248,28 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
                     "eventCount": i.event_count,
                     "lastActivity": i.last_activity,
                     "title": i.title,
+                    "location": i.location,
+                    "problem": i.problem,
                 }
                 for i in infos
             ]
         )
         return
-    Console().print(sessions_table(infos))
+    console = Console()
+    if not infos:
+        console.print("no stored sessions", style="dim")
+        return
+    console.print(sessions_table(infos, console.width), crop=False)  # an id wider than the screen stays whole
+    damaged = sum(1 for info in infos if info.problem is not None)
+    if damaged:
+        console.print(
+            f"[red]{plural(damaged, 'damaged session')}[/]: its header does not read "
+            "(`harness verify ID` shows the whole report)"
+            if damaged == 1
+            else f"[red]{plural(damaged, 'damaged session')}[/]: their headers do not read "
+            "(`harness verify ID` shows each report)",
+            highlight=False,
+        )
 
 
 def _inspect(ctx: typer.Context, session_id: str) -> Session:
@@ -273,7 +302,8 @@ def log(
         for event in events:
             sys.stdout.write(event.encode().decode("utf-8") + "\n")
         return
-    Console().print(events_table(events))
+    console = Console()
+    console.print(events_table(events, console.width))
 
 
 @app.command()

@@ -1,25 +1,44 @@
-"""How the CLI shows events, messages and sessions: one-line summaries and rich tables."""
+"""How the CLI shows events, messages and sessions: rich tables that fit the terminal.
+
+The tables are laid out for 80 columns first (a pipe gets 80 too): every row keeps
+its seq, time, type and surface mark, and the summary takes the width left; a wider
+terminal gets the sources column, full dates and longer summaries. Session ids are
+never wrapped or cut, so they can be copied from any width.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from rich import box
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
+from harness.cli.summary import event_summary, is_failure, message_text, plural, short
 from harness.events.event import Event, Replace
 from harness.messages.model import Message
 from harness.stores.backend import SessionInfo
 
-__all__ = ["event_summary", "events_table", "messages_table", "sessions_table", "short", "when"]
+__all__ = [
+    "event_summary",
+    "events_table",
+    "fold_seqs",
+    "messages_table",
+    "plural",
+    "sessions_table",
+    "short",
+    "when",
+]
 
-
-def short(text: str, width: int = 60) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+_WIDE: int = 120  # from here on: full dates and the surface op spelled out
+_SOURCES: int = 100  # from here on: the sources column
+_GAP: int = 2  # the space between two columns
+_MIN_SUMMARY: int = 24
+_FAILURE_LINES: int = 3
 
 
 def when(ms: int | None) -> str:
@@ -29,103 +48,173 @@ def when(ms: int | None) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _message_text(message: Mapping[str, Any]) -> str:
-    parts: list[str] = []
-    for block in message.get("content") or ():
-        if not isinstance(block, Mapping):
+def _day(ms: int) -> str:
+    return _dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d")
+
+
+def fold_seqs(seqs: Sequence[int] | None, width: int = 12) -> str:
+    """A list of seqs in at most ``width`` characters: runs become ``a..b``, and a list
+    still too long becomes a count (``"10 seqs"``)."""
+    if seqs is None:
+        return ""
+    if not seqs:
+        return "none"
+    runs: list[str] = []
+    start = previous = seqs[0]
+    for seq in [*seqs[1:], None]:
+        if seq is not None and seq == previous + 1:
+            previous = seq
             continue
-        kind = block.get("type")
-        if kind in ("text", "reasoning"):
-            parts.append(str(block.get("text", "")))
-        elif kind == "tool-call":
-            parts.append(f"[call {block.get('name')} {block.get('arguments')}]")
-        elif kind == "tool-result":
-            inner = [str(b.get("text", "")) for b in block.get("content") or () if isinstance(b, Mapping)]
-            parts.append(("[error] " if block.get("isError") else "") + " ".join(inner))
-        else:
-            parts.append(f"[{kind}]")
-    return " ".join(parts)
+        runs.append(str(start) if start == previous else f"{start}..{previous}")
+        if seq is not None:
+            start = previous = seq
+    text = ",".join(runs)
+    return text if len(text) <= width else plural(len(seqs), "seq")
 
 
-def event_summary(event: Event, width: int = 60) -> str:
-    """What an event says, in one short line."""
-    data = event.data
-    if not isinstance(data, Mapping):
-        return short(repr(data), width)
-    kind = event.type
-    if kind == "user/message":
-        return short(_message_text(data), width)
-    if kind in ("assistant/message", "tool/result"):
-        message = data.get("message")
-        return short(_message_text(message) if isinstance(message, Mapping) else "", width)
-    if kind == "assistant/chunk":
-        chunk = data.get("chunk") or {}
-        text = chunk.get("text") or chunk.get("argumentsDelta") or ""
-        return short(f"{chunk.get('type')} {text}", width)
-    if kind == "turn/end":
-        reason = data.get("reason")
-        return f"turn {data.get('turn')} {reason.get('kind') if isinstance(reason, Mapping) else reason}"
-    if kind in ("turn/start", "step/start", "step/end"):
-        return " ".join(f"{key} {data[key]}" for key in ("turn", "step") if key in data)
-    if kind == "request/header":
-        header = data.get("header") or {}
-        config = header.get("config") or {}
-        return short(f"{data.get('reason')}: {config.get('provider')}/{config.get('model')}", width)
-    if kind == "tool/call":
-        return short(f"{data.get('name')} {data.get('arguments')}", width)
-    if kind == "session/title":
-        return short(str(data.get("title")), width)
-    return short(", ".join(f"{key}={value}" for key, value in data.items()), width)
-
-
-def _op(event: Event) -> str:
+def _op(event: Event, wide: bool) -> str:
     op = event.surface_op
     if op is None:
         return ""
-    return f"replace {op.start}..{op.end}" if isinstance(op, Replace) else "append"
+    if isinstance(op, Replace):
+        return f"replace {op.start}..{op.end}" if wide else "R"
+    return "append" if wide else "+"
 
 
-def events_table(events: Sequence[Event]) -> Table:
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("seq", "time", "type", "surface", "sources", "summary"):
-        table.add_column(column, no_wrap=column != "summary", overflow="fold")
-    for event in events:
-        sources = "" if event.source_event_seqs is None else ",".join(map(str, event.source_event_seqs))
-        table.add_row(
-            str(event.seq),
-            when(event.time),
-            escape(event.type),
-            _op(event),
-            sources,
-            escape(event_summary(event)),
-        )
+def _summary(event: Event, width: int, wide: bool) -> str:
+    op = event.surface_op
+    if isinstance(op, Replace) and not wide:
+        lead = f"replaces {op.start}..{op.end}: "
+        return short(lead + event_summary(event, max(width - len(lead), 1) * 2), width)
+    return event_summary(event, width)
+
+
+def events_table(events: Sequence[Event], width: int = 80) -> RenderableType:
+    """The Event Log as a table that fits ``width`` columns (see the module doc)."""
+    wide = width >= _WIDE
+    with_sources = width >= _SOURCES
+    times = [event.time for event in events]
+    days = {_day(t) for t in times}
+    cut = 0 if wide else 11 if len(days) <= 1 else 5  # HH:MM:SS or MM-DD HH:MM:SS; the title has the day
+
+    def stamp(ms: int) -> str:
+        return when(ms)[cut:]
+
+    seq_w = max([len("seq"), *(len(str(e.seq)) for e in events)])
+    time_w = max([len("time"), *(len(stamp(t)) for t in times)])
+    type_w = min(max([len("type"), *(len(e.type) for e in events)]), 32 if wide else 20)
+    ops = [_op(e, wide) for e in events]
+    op_title = "surface" if wide else "S"
+    op_w = max([len(op_title), *(len(o) for o in ops)])
+    sources = [fold_seqs(e.source_event_seqs, 14 if wide else 10) for e in events]
+    src_w = max([len("sources"), *(len(s) for s in sources)]) if with_sources else 0
+    fixed = seq_w + time_w + type_w + op_w + (src_w + _GAP if with_sources else 0) + 4 * _GAP
+    if width - fixed < _MIN_SUMMARY:  # fold the type column before starving the summary
+        type_w = max(len("type"), type_w - (_MIN_SUMMARY - (width - fixed)))
+        fixed = seq_w + time_w + type_w + op_w + (src_w + _GAP if with_sources else 0) + 4 * _GAP
+    summary_w = max(width - fixed, 8)
+
+    title = None
+    if days and not wide:
+        first, last = min(days), max(days)
+        title = f"{first} (local time)" if first == last else f"{first} … {last} (local time)"
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        header_style="bold",
+        title=title,
+        title_justify="left",
+        title_style="dim",
+        caption="S: + appends to the Surface, R replaces a range of it" if not wide and any(ops) else None,
+        caption_justify="left",
+        caption_style="dim",
+    )
+    table.add_column("seq", justify="right", no_wrap=True, min_width=seq_w)
+    table.add_column("time", no_wrap=True, min_width=time_w, max_width=time_w)
+    table.add_column("type", overflow="fold", width=type_w)
+    table.add_column(op_title, no_wrap=True, min_width=op_w, max_width=op_w)
+    if with_sources:
+        table.add_column("sources", no_wrap=True, min_width=src_w, max_width=src_w)
+    # One line each, cut to fit; a failure may take up to three lines so its message shows.
+    table.add_column("summary", overflow="fold", max_width=summary_w)
+    for event, op, folded in zip(events, ops, sources, strict=True):
+        failed = is_failure(event)
+        text = _summary(event, summary_w * (_FAILURE_LINES if failed else 1), wide)
+        summary = Text(text, style="red" if failed else "")
+        row: list[RenderableType] = [str(event.seq), stamp(event.time), escape(event.type), op]
+        if with_sources:
+            row.append(folded)
+        row.append(summary)
+        table.add_row(*row)
     return table
 
 
 def messages_table(messages: Sequence[Message]) -> Table:
+    """The derived model history: index, role, source and a one-line content."""
     table = Table(show_edge=False, header_style="bold")
-    for column in ("#", "role", "source", "content"):
-        table.add_column(column, overflow="fold")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    table.add_column("source", no_wrap=True)
+    table.add_column("content", overflow="fold")
     for index, message in enumerate(messages):
         source = message.source
         label = source.kind + (f":{source.raw.get('plugin')}" if source.kind == "plugin" else "")
         table.add_row(
-            str(index), escape(message.role), escape(label), escape(short(_message_text(message.raw), 200))
+            str(index), escape(message.role), escape(label), escape(short(message_text(message.raw), 200))
         )
     return table
 
 
-def sessions_table(sessions: Sequence[SessionInfo]) -> Table:
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("id", "created", "last activity", "events", "cwd", "title"):
-        table.add_column(column, overflow="fold")
+def _session_note(info: SessionInfo) -> Text:
+    if info.problem is not None:
+        problem = info.problem
+        if info.location:  # the log's path is shown once, not inside every reason
+            problem = problem.replace(f"({info.location}, ", "(").replace(f" ({info.location})", "")
+        return Text(f"damaged: {problem}", style="red")
+    return Text(" · ".join(part for part in (info.title, info.cwd) if part))
+
+
+def sessions_table(sessions: Sequence[SessionInfo], width: int = 80) -> RenderableType:
+    """The stored sessions. Ids are never wrapped or cut: when the longest does not leave
+    room for the other columns, each session is a line of its own (id first)."""
+    id_w = max([2, *(len(info.id) for info in sessions)])
+    wide = width >= _WIDE
+    stamp_w = 19 if wide else 16
+    if id_w + stamp_w + 6 + 3 * _GAP + 12 > width:
+        lines: list[RenderableType] = []
+        for info in sessions:
+            # The id alone on its line: a terminal may soft-wrap it, nothing breaks it.
+            lines.append(Text(info.id, style="bold", no_wrap=True, overflow="ignore"))
+            stamp = when(info.last_activity)[:stamp_w]
+            detail = Text(f"{stamp}  {plural(info.event_count, 'event')}  ".lstrip())
+            detail.append_text(_session_note(info))
+            lines.append(Padding(detail, (0, 0, 0, 2)))
+        return Group(*lines)
+    table = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), header_style="bold"
+    )
+    table.add_column("id", no_wrap=True, min_width=id_w, overflow="ignore")
+    if wide:
+        table.add_column("created", no_wrap=True)
+    table.add_column("last activity", no_wrap=True, min_width=stamp_w, max_width=stamp_w)
+    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("title · cwd" if not wide else "title", overflow="fold", ratio=1)
+    if wide:
+        table.add_column("cwd", overflow="fold", ratio=1)
     for info in sessions:
-        table.add_row(
-            escape(info.id),
-            when(info.created_at),
-            when(info.last_activity),
-            str(info.event_count),
-            escape(info.cwd or ""),
-            escape(info.title or ""),
-        )
+        row: list[RenderableType] = [escape(info.id)]
+        if wide:
+            row.append(when(info.created_at))
+        row += [when(info.last_activity)[:stamp_w], str(info.event_count)]
+        if wide:
+            if info.problem is not None:
+                row += [_session_note(info), escape(info.cwd or "")]
+            else:
+                row += [escape(info.title or ""), escape(info.cwd or "")]
+        else:
+            row.append(_session_note(info))
+        table.add_row(*row)
     return table
