@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import harness
 from harness.cli import app
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
@@ -145,3 +146,47 @@ def test_store_option_routes_commands_and_refuses_a_second_choice(tmp_path: Path
     both = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "--root", str(tmp_path), "sessions"])
     assert both.exit_code == 2
     assert "--store and --root" in both.output
+
+
+def test_verify_a_missing_file_says_the_file_is_missing(tmp_path: Path) -> None:
+    gone = tmp_path / "gone" / "session.jsonl"
+    code, _, err = invoke(tmp_path / "store", "verify", str(gone))
+    assert code == 2 and f"no such file: {gone}" in err and "no stored session" not in err
+    code, out, _ = invoke(tmp_path / "store", "verify", "typo.jsonl.zstd", "--json")
+    assert code == 2 and json.loads(out)["problem"] == "no such file: typo.jsonl.zstd"
+    code, _, err = invoke(tmp_path / "store", "verify", "no-such-id")  # an id stays an id
+    assert code == 2 and "no stored session 'no-such-id'" in err
+
+
+def test_counts_of_one_are_singular(tmp_path: Path) -> None:
+    async def build() -> None:
+        store = SessionStore(JsonlBackend(tmp_path))
+        one = await store.create(id="one-event")
+        one.append("turn/start", {"turn": 1})
+        few = await store.create(id="one-message")
+        few.append("turn/start", {"turn": 1})
+        few.append("step/start", {"turn": 1, "step": 1})
+        few.append("user/message", harness.user_message("hello"), surface_op="append")
+        few.append("step/end", {"turn": 1, "step": 1})
+        await store.close()
+
+    asyncio.run(build())
+    code, out, _ = invoke(tmp_path, "verify", "one-event")
+    assert code == 0 and "1 committed event\n" in out and "a load adds 1 closer\n" in out
+    code, out, _ = invoke(tmp_path, "surface", "one-message")
+    assert code == 0 and out.startswith("1 node, replace generation 0, 1 message\n")
+
+
+def test_a_streamed_tool_result_says_1_more_line() -> None:
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.live import LivePrinter
+    from harness.events.event import Event
+
+    screen = io.StringIO()
+    text = "\n".join(f"line {n}" for n in range(7))
+    message = harness.tool_result_message("c1", text)
+    LivePrinter(Console(file=screen, width=80))(Event.create("tool/result", 0, 0, {"message": message}))
+    assert "… 1 more line\n" in screen.getvalue()

@@ -28,6 +28,15 @@ from harness.agent.approval import ApprovalOutcome, ApprovalRequest, Approver, F
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
+from harness.cli.outcome import (
+    EXIT_BLOCKED,
+    EXIT_CODES_HELP,
+    Denial,
+    denials,
+    finish,
+    outcome_json,
+)
+from harness.cli.summary import plural
 from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from harness.events.event import Event
 from harness.providers.base import Provider
@@ -173,35 +182,23 @@ def _workspace(path: str | None) -> Path:
     return root
 
 
-def _outcome_json(session: Session, outcome: TurnOutcome | None) -> dict[str, Any]:
-    return {
-        "session": session.id,
-        "turn": outcome.turn if outcome else None,
-        "reason": outcome.reason if outcome else None,
-        "events": len(session.events),
-    }
-
-
-def _finish(session: Session, outcome: TurnOutcome | None, as_json: bool, console: Console) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(_outcome_json(session, outcome), ensure_ascii=False) + "\n")
-    else:
-        console.print(f"[dim]session {session.id}[/]", highlight=False)
-    raise typer.Exit(0 if outcome is not None and outcome.kind == "completed" else 1)
-
-
-def _repair_note(session: Session, console: Console) -> None:
-    """Say what the load's crash repair added (the closers before the end-seed)."""
+def _repair_note(session: Session, console: Console) -> list[dict[str, Any]]:
+    """Say what the load's crash repair added (the closers before the end-seed); return it
+    as JSON too."""
     events = list(session.events)
     closers = [event for event in events[: session.first_live_seq] if _is_closer(event)]
+    repaired: list[dict[str, Any]] = []
     for event in closers:
         data = event.data
         if event.type == "tool/result":
             call = data["message"]["source"].get("callId")
             code = data.get("error", {}).get("code")
             console.print(f"[yellow]repaired[/]: tool call {escape(str(call))} → {escape(str(code))}")
+            repaired.append({"seq": event.seq, "callId": call, "code": code})
         elif event.type == "turn/end":
             console.print(f"[yellow]repaired[/]: turn {data.get('turn')} closed as interrupted")
+            repaired.append({"seq": event.seq, "turn": data.get("turn"), "reason": "interrupted"})
+    return repaired
 
 
 def _is_closer(event: Event) -> bool:
@@ -224,10 +221,22 @@ EffortOption = Annotated[
 WorkspaceOption = Annotated[
     str | None, typer.Option("--workspace", "-w", help="Workspace root (default: cwd).")
 ]
-SessionOption = Annotated[str | None, typer.Option("--session", help="Continue this stored session.")]
+
+
+def _session_id(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("needs a session id (`harness sessions` lists them), not an empty string")
+    return value
+
+
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="Continue this stored session.", callback=_session_id)
+]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-changing tool call.")]
 
-@app.command()
+@app.command(
+    help="Run one task headless. World-changing tools are denied unless --yes.\n\n" + EXIT_CODES_HELP
+)
 def run(
     ctx: typer.Context,
     task: str = typer.Argument(..., help="What the agent should do."),
@@ -238,14 +247,18 @@ def run(
     yes: YesOption = False,
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
-    """Run one task headless. Exit 0 when the turn completes."""
+    """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
     root = _workspace(workspace)
     console = Console(stderr=as_json)
 
-    async def main() -> tuple[Session, TurnOutcome | None]:
+    async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         store = SessionStore(_options(ctx).backend())
         try:
-            session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
+            if session_id is not None:
+                session = await store.load(session_id)
+            else:
+                session = await store.create(cwd=str(root))
+            start = len(session.events)
             approver = _approver(yes, False, console)
             outcome = await _run_turns(
                 store,
@@ -257,13 +270,13 @@ def run(
                 console=console,
                 effort=effort,
             )
-            return session, outcome
+            return session, outcome, denials(session, start)
         finally:
             await store.close()
 
     with _errors():
-        session, outcome = asyncio.run(main())
-    _finish(session, outcome, as_json, console)
+        session, outcome, denied = asyncio.run(main())
+    finish(session, outcome, denied, as_json, console)
 
 
 async def _world_check(
@@ -274,7 +287,11 @@ async def _world_check(
     return await asyncio.to_thread(check_world, session, root, tools, provider, model=model)
 
 
-@app.command()
+@app.command(
+    help="Load a session (committing its crash repair), check the world against the log, then "
+    "continue with one turn. Blocking findings stop here unless confirmed (or --yes). "
+    "With --json, one JSON document: the repair, the check and the outcome.\n\n" + EXIT_CODES_HELP
+)
 def resume(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
@@ -287,31 +304,32 @@ def resume(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
 ) -> None:
-    """Load a session (committing its crash repair), check the world against the log, then
-    continue with one turn. Blocking findings stop here unless confirmed (or --yes)."""
+    """Load, repair, check the world, continue (see the command help for the exit codes)."""
     console = Console(stderr=as_json)
+    found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
 
-    async def main() -> tuple[Session, TurnOutcome | None, dict[str, Any]]:
+    async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         from harness.recovery import record_report
 
         store = SessionStore(_options(ctx).backend())
         try:
             session = await store.load(session_id)
             root = _workspace(workspace or session.header.cwd)
-            _repair_note(session, console)
+            found["repaired"] = _repair_note(session, console)
             provider, tools = _provider(), _tools()
             report = await _world_check(session, root, tools, provider, model)
             record_report(session, report)
             await store.flush(session)
-            if as_json:
-                sys.stdout.write(json.dumps({"check": report.to_json()}, ensure_ascii=False) + "\n")
-            else:
+            found["check"] = report.to_json()
+            if not as_json:
                 console.print(render_report(report))
             if report.blocking and yes:
                 console.print("[yellow]--yes: going on past the blocking findings[/]")
             elif report.blocking and not await _confirm_blocking(console):
                 await provider.aclose()
-                return session, None, report.to_json()
+                found["stopped"] = "blocking"
+                return session, None, []
+            start = len(session.events)
             drift = report.drift_user_message()
             approver = _approver(yes, True, console)
             outcome = await _run_turns(
@@ -327,16 +345,19 @@ def resume(
                 tools=tools,
                 effort=effort,
             )
-            return session, outcome, report.to_json()
+            return session, outcome, denials(session, start)
         finally:
             await store.close()
 
     with _errors():
-        session, outcome, report = asyncio.run(main())
-    if outcome is None and report.get("blocking"):
+        session, outcome, denied = asyncio.run(main())
+    if found.get("stopped"):
         console.print("[red]stopped: the world check found blocking problems (use --yes to go on)[/]")
-        raise typer.Exit(3)
-    _finish(session, outcome, as_json, console)
+        if as_json:
+            document = {**outcome_json(session, None, []), **found, "exit": EXIT_BLOCKED}
+            sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+        raise typer.Exit(EXIT_BLOCKED)
+    finish(session, outcome, denied, as_json, console, {**found, "stopped": None})
 
 
 async def _confirm_blocking(console: Console) -> bool:
@@ -454,8 +475,8 @@ async def _chat_compact(session: Session, store: SessionStore, model: str, conso
         console.print("[dim]nothing to compact yet[/]")
     else:
         console.print(
-            f"[green]compacted {len(result.shadowed_seqs)} Surface nodes into one checkpoint[/] "
-            f"[dim]({result.shadowed_tokens} → {result.checkpoint_tokens} tokens)[/]"
+            f"[green]compacted {plural(len(result.shadowed_seqs), 'Surface node')} into one checkpoint[/] "
+            f"[dim]({result.shadowed_tokens} → {plural(result.checkpoint_tokens, 'token')})[/]"
         )
 
 
@@ -464,6 +485,9 @@ def export(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     format: str = typer.Option("markdown", "--format", help="markdown or openai (chat-completions JSON)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON document: session, format, message count and the export."
+    ),
 ) -> None:
     """Print the model-visible history of a session as Markdown or as OpenAI chat messages."""
     from harness.cli.export import to_markdown, to_openai
@@ -480,7 +504,16 @@ def export(
 
     with _errors():
         session = asyncio.run(main())
-    if format == "openai":
-        sys.stdout.write(json.dumps(to_openai(session), ensure_ascii=False, indent=2) + "\n")
+    content: Any = to_openai(session) if format == "openai" else to_markdown(session)
+    if as_json:
+        document = {
+            "session": session.id,
+            "format": format,
+            "messages": len(session.derive_messages()),
+            "content": content,
+        }
+        sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    elif format == "openai":
+        sys.stdout.write(json.dumps(content, ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(to_markdown(session))
+        sys.stdout.write(content)

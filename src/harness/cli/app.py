@@ -313,7 +313,7 @@ def surface(
     as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
 ) -> None:
     """The model history a session derives from its Surface."""
-    from harness.cli.render import messages_table
+    from harness.cli.render import messages_table, plural
 
     session = _inspect(ctx, session_id)
     messages = session.derive_messages()
@@ -327,8 +327,8 @@ def surface(
         )
         return
     Console().print(
-        f"{len(session.surface)} nodes, replace generation {session.surface.replace_generation}, "
-        f"{len(messages)} messages"
+        f"{plural(len(session.surface), 'node')}, replace generation {session.surface.replace_generation}, "
+        f"{plural(len(messages), 'message')}"
     )
     Console().print(messages_table(messages))
 
@@ -361,6 +361,11 @@ def _verify_log(label: str, read: Callable[[], StoredLog]) -> dict[str, Any]:
     return report
 
 
+def _looks_like_path(target: str) -> bool:
+    """A ``verify`` argument meant as a file: it names a directory or a log file name."""
+    return os.sep in target or target.startswith(("~", ".")) or target.endswith((".jsonl", ".zstd", ".zst"))
+
+
 @app.command()
 def verify(
     ctx: typer.Context,
@@ -369,6 +374,8 @@ def verify(
 ) -> None:
     """Validate a session file or a stored session: exit 0 valid (a torn tail is a warning),
     1 invalid (the first problem is printed), 2 unreadable."""
+    from harness.cli.render import plural
+
     if os.path.isfile(target):
         from harness.stores.jsonl.reader import read_log_file
 
@@ -389,12 +396,16 @@ def verify(
             return asyncio.run(main())
 
         report = _verify_log(target, read_stored)
+        if not report["valid"] and _looks_like_path(target):
+            # Ids may hold "/", so the store was asked first; a path it does not know is a missing file.
+            report.update(problem=f"no such file: {target}", exit=2)
     if as_json:
         _print_json(report)
     else:
         console = Console()
         if report["valid"]:
-            console.print(f"[green]valid[/]: {target} — {report['events']} committed events", highlight=False)
+            events = plural(report["events"], "committed event")
+            console.print(f"[green]valid[/]: {target} — {events}", highlight=False)
             if report["tornTail"]:
                 console.print(
                     f"[yellow]warning[/]: torn tail after byte {report['tornTail']['committedOffset']} "
@@ -402,9 +413,8 @@ def verify(
                     highlight=False,
                 )
             if report.get("closers"):
-                console.print(
-                    f"[yellow]note[/]: the last turn is open; a load adds {report['closers']} closers"
-                )
+                closers = plural(report["closers"], "closer")
+                console.print(f"[yellow]note[/]: the last turn is open; a load adds {closers}")
         else:
             label = "unreadable" if report["exit"] == 2 else "invalid"
             Console(stderr=True).print(

@@ -20,6 +20,7 @@ from rich.prompt import Confirm
 
 from harness.cli.agent_commands import DEFAULT_MODEL
 from harness.cli.app import _errors, _fail, _options, app
+from harness.cli.summary import plural
 from harness.compaction import (
     CompactionResult,
     ExtractiveSummarizer,
@@ -50,7 +51,7 @@ def _describe(result: CompactionResult | None) -> str:
     if result is None:
         return "nothing to compact: the Surface has no closed span before its tail"
     return (
-        f"compacted: {len(result.shadowed_seqs)} Surface nodes (seqs {result.shadowed_start}…"
+        f"compacted: {plural(len(result.shadowed_seqs), 'Surface node')} (seqs {result.shadowed_start}…"
         f"{result.shadowed_end}) replaced by the checkpoint at seq {result.checkpoint_seq}"
     )
 

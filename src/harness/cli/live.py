@@ -89,7 +89,8 @@ class LivePrinter:
         lines = text.splitlines() or [""]
         shown = lines[:_RESULT_LINES]
         if len(lines) > _RESULT_LINES:
-            shown.append(f"… {len(lines) - _RESULT_LINES} more lines")
+            more = len(lines) - _RESULT_LINES
+            shown.append(f"… {more} more {'line' if more == 1 else 'lines'}")
         style = "red" if failed else "dim"
         body = "\n".join(f"  {escape(line)}" for line in shown)
         self._line(f"[{style}]{body}[/]")

@@ -216,7 +216,9 @@ async def eval_compaction_report(
             "failures": [run.error for run in runs if not run.compacted],
         }
     probes_total = sum(len(probes) for _, probes in cases)
-    table = Table(title=f"Compaction retention: {len(cases)} sessions, {probes_total} probes")
+    sessions = f"{len(cases)} {'session' if len(cases) == 1 else 'sessions'}"
+    probes = f"{probes_total} {'probe' if probes_total == 1 else 'probes'}"
+    table = Table(title=f"Compaction retention: {sessions}, {probes}")
     table.add_column("measure")
     for name in chosen:
         table.add_column(name, justify="right")
