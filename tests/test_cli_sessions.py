@@ -123,8 +123,8 @@ def test_a_damaged_session_is_listed_with_the_reason(tmp_path: Path) -> None:
     code, out, err = cli(tmp_path, "sessions", columns=120)
     assert code == 0, err
     row = next(line for line in out.splitlines() if "bad-raw" in line)
-    assert "damaged" in row and "header line is not valid JSON" in " ".join(out.split())
-    assert "1 damaged session:" in out
+    assert "cannot load" in row and "header line is not valid JSON" in " ".join(out.split())
+    assert "1 session cannot be loaded" in out
     code, out, _ = cli(tmp_path, "sessions", "--json")
     listed = {info["id"]: info for info in json.loads(out)}
     assert listed["good-1"]["problem"] is None
@@ -147,3 +147,14 @@ def test_a_corrupt_zstd_header_frame_is_listed_with_the_reason(tmp_path: Path) -
     assert "header frame failed validation" in listed["bad-frame"]["problem"]
     code, out, _ = cli(tmp_path, "sessions", columns=80)
     assert code == 0 and "bad-frame" in out and "header frame failed validation" in " ".join(out.split())
+
+
+def test_a_session_a_newer_harness_wrote_is_listed_as_not_loadable(tmp_path: Path) -> None:
+    store_sessions(tmp_path, ["good-1", "newer-1"], compression="none")
+    newer = log_path(tmp_path, "newer-1", "none")
+    header, rest = newer.read_bytes().split(b"\n", 1)
+    newer.write_bytes(header.replace(b'"version":0', b'"version":1') + b"\n" + rest)
+    code, out, _ = cli(tmp_path, "sessions", "--json")
+    listed = {info["id"]: info for info in json.loads(out)}
+    assert code == 0 and listed["good-1"]["problem"] is None
+    assert "newer harness" in listed["newer-1"]["problem"]

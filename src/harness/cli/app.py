@@ -233,7 +233,7 @@ def demo(
 @app.command()
 def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List stored sessions, latest activity first: id, last activity, events, title, cwd.
-    A session whose header is damaged is listed with the reason."""
+    A session that cannot be loaded (a damaged header) is listed with the reason."""
     from harness.cli.render import plural, sessions_table
 
     infos = _with_store(ctx, lambda store: store.list())
@@ -260,14 +260,11 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
         console.print("no stored sessions", style="dim")
         return
     console.print(sessions_table(infos, console.width), crop=False)  # an id wider than the screen stays whole
-    damaged = sum(1 for info in infos if info.problem is not None)
-    if damaged:
+    unloadable = sum(1 for info in infos if info.problem is not None)
+    if unloadable:
         console.print(
-            f"[red]{plural(damaged, 'damaged session')}[/]: its header does not read "
-            "(`harness verify ID` shows the whole report)"
-            if damaged == 1
-            else f"[red]{plural(damaged, 'damaged session')}[/]: their headers do not read "
-            "(`harness verify ID` shows each report)",
+            f"[red]{plural(unloadable, 'session')} cannot be loaded[/] (the reason is shown above; "
+            "`harness verify ID` gives the whole report)",
             highlight=False,
         )
 

@@ -173,7 +173,7 @@ def _session_note(info: SessionInfo) -> Text:
         problem = info.problem
         if info.location:  # the log's path is shown once, not inside every reason
             problem = problem.replace(f"({info.location}, ", "(").replace(f" ({info.location})", "")
-        return Text(f"damaged: {problem}", style="red")
+        return Text(f"cannot load: {problem}", style="red")
     return Text(" · ".join(part for part in (info.title, info.cwd) if part))
 
 
