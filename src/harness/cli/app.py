@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness.cli.progress import loading_bar
 from harness.errors import HarnessError, SessionNotFound, StorageError, UnsupportedFormat
@@ -402,7 +403,7 @@ def verify(
         console = Console()
         if report["valid"]:
             events = plural(report["events"], "committed event")
-            console.print(f"[green]valid[/]: {target} — {events}", highlight=False)
+            console.print(f"[green]valid[/]: {escape(target)} — {events}", highlight=False, soft_wrap=True)
             if report["tornTail"]:
                 console.print(
                     f"[yellow]warning[/]: torn tail after byte {report['tornTail']['committedOffset']} "
@@ -430,8 +431,6 @@ def tail(
     """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
 
     Needs PostgreSQL (--db or HARNESS_DATABASE_URL)."""
-    from rich.markup import escape
-
     from harness.cli.render import event_summary, when
     from harness.stores.leases import TailingBackend
 

@@ -120,5 +120,5 @@ def finish(
         document = {**outcome_json(session, outcome, denied), **(extra or {}), "exit": code}
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
     else:
-        console.print(f"[dim]session {session.id}[/]", highlight=False)
+        console.print(f"[dim]session {escape(session.id)}[/]", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
