@@ -301,6 +301,9 @@ def log(
             sys.stdout.write(event.encode().decode("utf-8") + "\n")
         return
     console = Console()
+    if not events:
+        console.print(f"no events of {escape(session_id)} match", style="dim", soft_wrap=True)
+        return
     console.print(events_table(events, console.width))
 
 
