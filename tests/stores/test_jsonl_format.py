@@ -19,6 +19,8 @@ from typing import Any, TypeVar, cast
 
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import harness
 from harness.errors import (
@@ -38,7 +40,7 @@ from harness.stores.backend import StoredLog
 from harness.stores.jsonl import JsonlBackend, encode_segment, project_key, read_session_file
 from harness.stores.jsonl.fileio import FileOps
 from harness.stores.jsonl.frames import MAGIC, decode_frame, encode_frame, scan_frames
-from harness.stores.jsonl.paths import Compression, Layout
+from harness.stores.jsonl.paths import Compression, Layout, decode_segment
 from harness.stores.jsonl.reader import parse_log, read_log_file
 from tests.test_fixtures_dsh import FIXTURES
 
@@ -587,6 +589,18 @@ def test_f58_fsync_failure_while_publishing_leaves_nothing(tmp_path: Path, compr
         assert (await backend(root, compression).read_exact(SID)).events == wire(turn)
 
     run(scenario())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1))
+def test_a_directory_name_decodes_back_to_its_id(session_id: str) -> None:
+    """``list()`` names a session whose header is damaged by its directory."""
+    assert decode_segment(encode_segment(session_id)) == session_id
+
+
+def test_a_directory_name_no_id_encodes_to_decodes_to_nothing() -> None:
+    for name in ("a b", "~zz12", "~00", "~002e", "", "~0041"):  # "~0041" would be written "A"
+        assert decode_segment(name) is None, name
 
 
 def test_f59_path_encoding_matches_the_reference() -> None:

@@ -16,7 +16,14 @@ from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.stores.backend import Backend, ReadProgress, SessionInfo, StoredLog, TornTail, WireStream
-    from harness.stores.jsonl import JsonlBackend, encode_segment, project_key, read_session_file
+    from harness.stores.jsonl import (
+        JsonlBackend,
+        decode_segment,
+        encode_segment,
+        project_key,
+        read_session_file,
+        root_compression,
+    )
     from harness.stores.jsonl.paths import Compression
     from harness.stores.leases import Lease, LeasingBackend, TailingBackend
     from harness.stores.memory import MemoryBackend
@@ -41,9 +48,11 @@ __all__ = [
     "TailingBackend",
     "TornTail",
     "WireStream",
+    "decode_segment",
     "encode_segment",
     "project_key",
     "read_session_file",
+    "root_compression",
 ]
 
 _EXPORTS = {
@@ -55,7 +64,14 @@ _EXPORTS = {
         "TornTail",
         "WireStream",
     ),
-    "harness.stores.jsonl": ("JsonlBackend", "encode_segment", "project_key", "read_session_file"),
+    "harness.stores.jsonl": (
+        "JsonlBackend",
+        "decode_segment",
+        "encode_segment",
+        "project_key",
+        "read_session_file",
+        "root_compression",
+    ),
     "harness.stores.jsonl.paths": ("Compression",),
     "harness.stores.leases": ("Lease", "LeasingBackend", "TailingBackend"),
     "harness.stores.memory": ("MemoryBackend",),

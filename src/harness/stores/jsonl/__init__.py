@@ -1,6 +1,6 @@
 """The JSONL storage backend, wire-compatible with DeepSeek Harness session format v0 (FORMAT §9).
 
-* ``paths``      — ``encode_segment``, ``project_key`` and the root layout (§9.1)
+* ``paths``      — ``encode_segment``, ``project_key``, the root layout and its encoding (§9.1)
 * ``frames``     — Zstandard frame scanning, decoding and encoding (§9.3)
 * ``headerline`` — the header line: version refusal, shape, validation (§1, §9.6)
 * ``scanner``    — event lines: packed rows, seq continuity, torn tail vs corruption (§9.6)
@@ -13,7 +13,14 @@
 from __future__ import annotations
 
 from harness.stores.jsonl.backend import JsonlBackend
-from harness.stores.jsonl.paths import encode_segment, project_key
+from harness.stores.jsonl.paths import decode_segment, encode_segment, project_key, root_compression
 from harness.stores.jsonl.reader import read_session_file
 
-__all__ = ["JsonlBackend", "encode_segment", "project_key", "read_session_file"]
+__all__ = [
+    "JsonlBackend",
+    "decode_segment",
+    "encode_segment",
+    "project_key",
+    "read_session_file",
+    "root_compression",
+]
