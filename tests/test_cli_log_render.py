@@ -208,6 +208,12 @@ def test_summaries_are_readable_text_never_reprs(events: list[Event]) -> None:
     assert event_summary(result, 200) == f"error NOT_FOUND: {NOT_FOUND}"
     failed = next(e for e in events if e.type == "compaction/end")
     assert event_summary(failed, 200) == f"failed: {COMPACTION_FAILED} [020cdbf3]"
+    failure = {"message": "HTTP 429: Rate limit reached for requests", "code": "RATE_LIMIT", "status": 429}
+    data = {"retry": 1, "maxRetries": 3, "delayMs": 2000, "failure": failure}
+    retry = Event.create("llm/retry", 0, 0, data)
+    assert event_summary(retry, 200) == (
+        "rate limited (HTTP 429), retrying in 2 s… (retry 1 of 3) — HTTP 429: Rate limit reached for requests"
+    )
     nested = Event.create("plugin/x", 0, 0, {"rows": [{"a": [1, 2]}], "flag": None})
     assert event_summary(nested, 200) == 'rows=[{"a":[1,2]}], flag=null'
     assert "Frozen" not in event_summary(Event.create("plugin/y", 0, 0, {"a": {"b": [{"c": 1}]}}), 200)

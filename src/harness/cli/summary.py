@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from harness.cli.live import retry_line
 from harness.events.event import Event
 from harness.events.json import thaw
 
@@ -248,13 +249,13 @@ def _recovery_check(data: Mapping[str, Any]) -> str:
 
 
 def _retry(data: Mapping[str, Any]) -> str:
-    retry = value_text(data.get("retry"))
-    if "maxRetries" in data:
-        retry += f"/{value_text(data['maxRetries'])}"
-    delay = data.get("delayMs")
-    wait = f" in {delay / 1000:g} s" if isinstance(delay, int | float) and not isinstance(delay, bool) else ""
-    failure = _failure_text(data.get("failure"))
-    return f"retry {retry}{wait}" + (f" after {failure}" if failure else "")
+    """The line ``harness run`` showed when it waited, with the failure's message."""
+    line = retry_line(data)
+    failure = data.get("failure")
+    message = failure.get("message") if isinstance(failure, Mapping) else None
+    if isinstance(message, str) and message and " ".join(message.split())[:40] not in line:
+        line += f" — {message}"
+    return line
 
 
 def _approval_asked(data: Mapping[str, Any]) -> str:
