@@ -27,7 +27,7 @@ from harness.session.header import (
     validate_header,
 )
 
-__all__ = ["header_fields", "parse_header_line", "raw_suffix"]
+__all__ = ["parse_header_line", "raw_suffix"]
 
 _NEGATIVE_ZERO: Final = -0.0
 
@@ -115,20 +115,6 @@ def refuse_version(obj: dict[str, Any], session_id: str | None, path: str | None
             f"v{SESSION_FORMAT_VERSION}; there is no upgrade path"
         )
     raise UnsupportedFormat(reason + raw_suffix(path))
-
-
-def header_fields(line: bytes) -> dict[str, Any] | None:
-    """The header line as a JSON object when it has the header shape, else ``None``.
-
-    The version is not checked (``list()`` shows sessions a newer harness wrote).
-    """
-    try:
-        obj = _decode(line)
-    except ValueError:
-        return None
-    if type(obj) is not dict or _shape_problem(obj) is not None:
-        return None
-    return obj
 
 
 def parse_header_line(
