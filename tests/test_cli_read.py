@@ -190,3 +190,18 @@ def test_a_streamed_tool_result_says_1_more_line() -> None:
     message = harness.tool_result_message("c1", text)
     LivePrinter(Console(file=screen, width=80))(Event.create("tool/result", 0, 0, {"message": message}))
     assert "… 1 more line\n" in screen.getvalue()
+
+
+def test_verify_an_id_holding_a_slash_is_the_stored_session(tmp_path: Path) -> None:
+    async def build() -> None:
+        store = SessionStore(JsonlBackend(tmp_path, compression="none"))
+        one_turn(await store.create(id="team/a"))
+        await store.close()
+
+    asyncio.run(build())
+    code, out, _ = invoke(tmp_path, "verify", "team/a")
+    assert code == 0 and "valid" in out
+    (log,) = tmp_path.glob("*/team~002Fa/session.jsonl")
+    log.write_bytes(b"{broken\n" + log.read_bytes().split(b"\n", 1)[1])
+    code, _, err = invoke(tmp_path, "verify", "team/a")
+    assert code == 1 and "header line is not valid JSON" in err and "no such file" not in err

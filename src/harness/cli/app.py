@@ -385,8 +385,11 @@ def verify(
         report = {"target": target, "valid": False, "problem": "not a regular file", "exit": 2}
     else:
         options = _options(ctx)
+        unknown = False
 
         def read_stored() -> StoredLog:
+            nonlocal unknown
+
             async def main() -> StoredLog:
                 backend = options.backend()
                 try:
@@ -394,10 +397,14 @@ def verify(
                 finally:
                     await backend.close()
 
-            return asyncio.run(main())
+            try:
+                return asyncio.run(main())
+            except SessionNotFound:
+                unknown = True
+                raise
 
         report = _verify_log(target, read_stored)
-        if not report["valid"] and _looks_like_path(target):
+        if unknown and _looks_like_path(target):
             # Ids may hold "/", so the store was asked first; a path it does not know is a missing file.
             report.update(problem=f"no such file: {target}", exit=2)
     if as_json:
