@@ -618,6 +618,13 @@ class JsonlBackend:
         )
 
     async def list(self) -> list[SessionInfo]:
+        """Every log under the root, from its header and the end of the file (FORMAT §9.7).
+
+        A log whose header does not read as a load reads it (empty, header-less, a zstd
+        header frame failing its checksum — §13 case 57 —, not a header, a newer version,
+        a header naming another path) is listed with ``problem`` set, named by its
+        directory; the reference skips some of these and fails the whole listing on
+        others. A root breaking the layout rules (§9.1) raises."""
         return await self._run(self._list_sync)
 
     async def close(self) -> None:
