@@ -285,7 +285,8 @@ class SessionStore:
         return session
 
     async def list(self) -> list[SessionInfo]:
-        """Every stored session (id, created, cwd, event count, last activity, title)."""
+        """Every stored session (id, created, cwd, event count, last activity, title). One that
+        cannot be loaded (a damaged header, a newer format) is listed with ``problem`` set."""
         self._check_open()
         return await self._backend.list()
 
