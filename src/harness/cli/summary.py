@@ -267,6 +267,14 @@ def _approval_asked(data: Mapping[str, Any]) -> str:
     return text
 
 
+_OUTCOMES: Final = {
+    "allowed-once": "allowed once",
+    "rejected": "rejected: the call was not run",
+    "cancelled": "cancelled: the call was not run",
+    "unavailable": "unavailable (no one could be asked): the call was not run",
+}
+
+
 def _turn_step(data: Mapping[str, Any]) -> str:
     return " ".join(f"{key} {value_text(data[key])}" for key in ("turn", "step") if key in data)
 
@@ -286,7 +294,7 @@ _SUMMARIES: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
     "session/title": lambda d: value_text(d.get("title")),
     "session/end-seed": lambda d: "end of the loaded prefix" + (f" ({_pairs(d)})" if d else ""),
     "approval/asked": _approval_asked,
-    "approval/decided": lambda d: value_text(d.get("outcome")),
+    "approval/decided": lambda d: _OUTCOMES.get(str(d.get("outcome")), value_text(d.get("outcome"))),
     "approval/policy": lambda d: f"policy {value_text(d.get('policy'))}",
     "compaction/start": _compaction_start,
     "compaction/summary": _compaction_summary,
