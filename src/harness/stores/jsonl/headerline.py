@@ -52,7 +52,10 @@ _DECODER: Final = json.JSONDecoder(parse_int=_int_token, parse_constant=_refuse_
 
 def _decode(line: bytes) -> Any:
     text = line.decode("utf-8")
-    return _DECODER.decode(text)
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:  # the standard library's parser recurses; no header nests this deep
+        raise ValueError("nested too deeply for a session header") from None
 
 
 def _number(value: object) -> bool:
