@@ -73,11 +73,12 @@ def header_line() -> bytes:
     return dumps(HEADER.to_json(line=True)) + b"\n"
 
 
-def log_bytes(lines: list[bytes], compression: Compression) -> bytes:
+def log_bytes(lines: list[bytes], compression: Compression, header: bytes | None = None) -> bytes:
     """A log with each event line its own batch (zstd: its own frame)."""
+    first = header_line() if header is None else header
     if compression == "none":
-        return header_line() + b"".join(line + b"\n" for line in lines)
-    return encode_frame(header_line()) + b"".join(encode_frame(line + b"\n") for line in lines)
+        return first + b"".join(line + b"\n" for line in lines)
+    return encode_frame(first) + b"".join(encode_frame(line + b"\n") for line in lines)
 
 
 def place(root: Path, content: bytes, compression: Compression) -> Path:
@@ -206,6 +207,33 @@ def test_a_torn_deep_line_is_still_a_torn_tail() -> None:
     ):
         scan = parse_log(log_bytes([*base, torn], "none"), "none")
         assert scan.torn is not None and "unparsable committed event at line 4" in scan.torn.detail
+
+
+@pytest.mark.parametrize("compression", MODES)
+def test_a_deep_header_line_is_read_and_listed(tmp_path: Path, compression: Compression) -> None:
+    """dsh ignores a header key it does not know, however deep; the header parser once
+    recursed (a traceback from load, verify and list past ~1,000 levels)."""
+    deep_header = header_line()[:-2] + b',"x":' + nested(1500) + b"}\n"
+    content = log_bytes(opening(), compression, deep_header)
+    path = place(tmp_path, content, compression)
+    line = HEADER.to_json(line=True)
+    assert parse_log(content, compression).header.to_json(line=True) == line
+    session = run(load(tmp_path, compression))
+    assert session.header.to_json(line=True) == line and len(session.events) == 3
+    listed = run(_listed(tmp_path, compression))
+    assert [info.id for info in listed] == [SID]
+    assert path.read_bytes().startswith(content)
+    too_deep = header_line()[:-2] + b',"x":' + TOO_DEEP + b"}\n"
+    with pytest.raises(CorruptSession, match=f"nested deeper than {MAX_READ_DEPTH} levels"):
+        parse_log(log_bytes(opening(), compression, too_deep), compression)
+
+
+async def _listed(root: Path, compression: Compression) -> Any:
+    backend = JsonlBackend(root, compression)
+    try:
+        return await backend.list()
+    finally:
+        await backend.close()
 
 
 # ---- the streamed restore reads what the exact read reads ----------------------------------

@@ -58,24 +58,29 @@ def _skip(text: str, pos: int) -> int:
     return match.end()
 
 
-def parse(data: bytes | bytearray | memoryview | str, max_depth: int) -> Any:
+def parse(
+    data: bytes | bytearray | memoryview | str,
+    max_depth: int,
+    parse_int: Callable[[str], Any] | None = None,
+) -> Any:
     """Decode one JSON document into plain ``dict``/``list`` values, as orjson would.
 
-    Integers outside the 64-bit range become floats (orjson's rule); lone surrogate
-    escapes are kept. Raises ``ValueError`` for text that is not JSON and
-    ``UnrepresentableJson`` for valid JSON beyond harness (see the module doc).
+    Integers outside the 64-bit range become floats (orjson's rule) unless ``parse_int``
+    is given, which then makes every integer token's value; lone surrogate escapes are
+    kept. Raises ``ValueError`` for text that is not JSON and ``UnrepresentableJson``
+    for valid JSON beyond harness (see the module doc).
     """
     if isinstance(data, str):
-        return _parse_text(data, max_depth)
+        return _parse_text(data, max_depth, parse_int)
     raw = bytes(data)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         # JSON once replaced (as a JavaScript reader decodes it) is a committed line we
         # cannot keep byte for byte; anything else is just not JSON.
-        value = _parse_text(raw.decode("utf-8", "replace"), max_depth)
+        value = _parse_text(raw.decode("utf-8", "replace"), max_depth, parse_int)
         raise UnrepresentableJson(f"invalid UTF-8 at byte {error.start} of the text", value) from None
-    return _parse_text(text, max_depth)
+    return _parse_text(text, max_depth, parse_int)
 
 
 def _fail(text: str, pos: int, what: str) -> ValueError:
@@ -93,7 +98,7 @@ def _number(token: str, integral: bool) -> tuple[Any, bool]:
     return number, number - number == 0.0
 
 
-def _parse_text(text: str, max_depth: int) -> Any:
+def _parse_text(text: str, max_depth: int, parse_int: Callable[[str], Any] | None) -> Any:
     # ``stack`` holds the open containers (built values) up to ``max_depth``; deeper
     # ones are only checked for grammar, as the brackets of ``overflow``.
     stack: list[Any] = []
@@ -134,7 +139,11 @@ def _parse_text(text: str, max_depth: int) -> Any:
             match = number(text, pos)
             if match is None:
                 raise _fail(text, pos, "expected a value")
-            value, finite = _number(match.group(), match.group(1) is None and match.group(2) is None)
+            integral = match.group(1) is None and match.group(2) is None
+            if integral and parse_int is not None:
+                value, finite = parse_int(match.group()), True
+            else:
+                value, finite = _number(match.group(), integral)
             if not finite and problem is None:
                 token = match.group()
                 shown = token if len(token) <= 24 else f"{token[:20]}… ({len(token)} characters)"

@@ -20,6 +20,8 @@ from typing import Any, Final, NoReturn
 
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
+from harness.events.json import MAX_READ_DEPTH
+from harness.events.jsondeep import parse
 from harness.session.header import (
     RETIRED_HEADER_FIELDS,
     SESSION_FORMAT_VERSION,
@@ -54,8 +56,8 @@ def _decode(line: bytes) -> Any:
     text = line.decode("utf-8")
     try:
         return _DECODER.decode(text)
-    except RecursionError:  # the standard library's parser recurses; no header nests this deep
-        raise ValueError("nested too deeply for a session header") from None
+    except RecursionError:  # the stdlib parser recurses: read a deep header (dsh does) without it
+        return parse(text, MAX_READ_DEPTH, _int_token)
 
 
 def _number(value: object) -> bool:
