@@ -18,6 +18,11 @@ Decisions where FORMAT leaves room for Python:
 
 ``dumps`` writes ``JSON.stringify``-compatible bytes (no whitespace, raw UTF-8,
 lone surrogates escaped as ``\\udXXX``); ``loads`` refuses ``NaN``/``Infinity``.
+
+Depth: data may nest ``MAX_DEPTH`` (512) arrays/objects, the one write limit;
+``loads`` reads ``MAX_READ_DEPTH`` (10,000) levels, so every log dsh reads loads.
+orjson is the fast path; where it or Python's recursion stops earlier, the
+explicit-stack walkers of ``jsondeep`` take over with the same results.
 """
 
 from __future__ import annotations
