@@ -125,6 +125,30 @@ def test_a_line_nested_deeper_than_orjson_reads_is_loaded(
     assert path.read_bytes().startswith(content)  # nothing cut (a load appends its end-seed after it)
 
 
+def test_a_deep_line_with_a_lone_surrogate_is_loaded_byte_for_byte(tmp_path: Path) -> None:
+    """orjson refuses both the depth and the lone surrogate escape JavaScript writers emit."""
+    deep = plugin_line(2, data=b'{"s":' * 1500 + b'"\\ud800 \\u00e9"' + b"}" * 1500)
+    content = log_bytes([*opening(), deep], "none")
+    place(tmp_path, content, "none")
+    session = run(load(tmp_path, "none"))
+    assert session.events[2].encode() == deep.replace(b"\\u00e9", "é".encode())
+
+
+@pytest.mark.parametrize("compression", MODES)
+@pytest.mark.parametrize("where", ["last", "middle"])
+def test_a_line_that_parses_but_fails_validation_is_corruption(
+    tmp_path: Path, compression: Compression, where: str
+) -> None:
+    """As in dsh: the line is committed (it parses, its seq is due), restore refuses it."""
+    lines = [*opening(), plugin_line(2, time=b'"soon"'), *([after(3)] if where == "middle" else [])]
+    content = log_bytes(lines, compression)
+    path = place(tmp_path, content, compression)
+    assert len(parse_log(content, compression).events) == len(lines)
+    with pytest.raises(CorruptSession, match="time must be a safe integer"):
+        run(load(tmp_path, compression))
+    assert path.read_bytes() == content
+
+
 # ---- valid JSON harness cannot hold: refused at its offset, the file untouched ---------------
 
 TOO_DEEP = nested(MAX_READ_DEPTH + 1)
