@@ -281,6 +281,26 @@ def test_the_streamed_restore_reads_deep_lines_itself(tmp_path: Path, compressio
     run(scenario())
 
 
+def test_adopting_a_session_with_a_deep_event_compares_it_without_recursion(tmp_path: Path) -> None:
+    """``adopt`` checks the stored events equal the live ones by JSON (``json_equal``)."""
+    lines = [*opening(), plugin_line(2, data=nested(3000))]
+    content = log_bytes(lines, "none")
+    path = place(tmp_path, content, "none")
+
+    async def scenario() -> None:
+        store = SessionStore(JsonlBackend(tmp_path, "none"))
+        try:
+            session = await store.inspect(SID)
+            assert await store.adopt(session) is session
+            session.append("turn/start", {"turn": 2})
+            await store.flush(session)
+        finally:
+            await store.close()
+
+    run(scenario())
+    assert path.read_bytes().startswith(content) and len(path.read_bytes().splitlines()) > len(lines) + 1
+
+
 # ---- the database row decoders -------------------------------------------------------------
 
 
