@@ -282,6 +282,8 @@ def test_no_cli_read_command_prints_a_traceback_for_deep_data(tmp_path: Path, le
         ["surface", "--json", session_id],
         ["export", session_id],
         ["export", "--format", "openai", session_id],
+        ["check", "--workspace", str(tmp_path), session_id],
+        ["check", "--json", "--workspace", str(tmp_path), session_id],
         ["sessions"],
         ["sessions", "--json"],
     ):
