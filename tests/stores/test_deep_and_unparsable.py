@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from harness.errors import CorruptSession
+from harness.errors import CorruptSession, UnsupportedFormat
 from harness.events.event import Event
 from harness.events.json import MAX_READ_DEPTH, dumps
 from harness.session.header import SessionHeader
@@ -377,3 +377,24 @@ def test_postgres_reads_deep_rows_and_refuses_ones_it_cannot_hold(pg: PgSchema) 
     set_line(UNHOLDABLE["time-1e400"].replace(b'"seq":2', b'"seq":1'))
     with pytest.raises(CorruptSession, match="committed event at seq 1 is JSON harness cannot read"):
         run(load_pg())
+
+
+@pytest.mark.parametrize(
+    ("header", "error", "words"),
+    [
+        (b'{"type":"session","version":1e400,"id":"deep-1","createdAt":1}', UnsupportedFormat, "newer"),
+        (b'{"type":"session","version":0,"id":"deep-1","createdAt":1e400}', CorruptSession, "createdAt"),
+    ],
+)
+def test_sqlite_judges_an_unholdable_header_like_the_jsonl_header_line(
+    tmp_path: Path, header: bytes, error: type[Exception], words: str
+) -> None:
+    """dsh refuses a numeric version other than 0 as unsupported before any other check."""
+    db = tmp_path / "s.db"
+    _sqlite_session(db)
+    with sqlite3.connect(db, isolation_level=None) as conn:
+        conn.execute("UPDATE sessions SET header = ?", (header.decode("utf-8"),))
+    with pytest.raises(error, match=words):
+        run(_sqlite_load(db))
+    with pytest.raises(error, match=words):
+        parse_log(log_bytes(opening(), "none", header + b"\n"), "none")

@@ -30,8 +30,8 @@ def header_from_text(
     makes the error for a damaged one."""
     try:
         raw = loads(text) if isinstance(text, str | bytes) else None
-    except UnrepresentableJson as error:
-        raise corrupt(f"the session header is JSON harness cannot read: {error}") from None
+    except UnrepresentableJson as error:  # judged like the JSONL header line: version first
+        raw = error.value
     except ValueError:
         raw = None
     if not isinstance(raw, dict):
