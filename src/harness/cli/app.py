@@ -21,7 +21,7 @@ from rich.markup import escape
 from harness.cli.progress import loading_bar
 from harness.errors import HarnessError, SessionNotFound, StorageError, UnsupportedFormat
 from harness.events.event import Event
-from harness.events.json import loads
+from harness.events.json import dumps, thaw
 from harness.session.session import Session
 from harness.stores.backend import Backend, StoredLog, read_whole
 from harness.stores.store import SessionStore, restore_stored
@@ -104,6 +104,8 @@ def _errors() -> Iterator[None]:
         _fail(str(error), 1)
     except OSError as error:
         _fail(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), 2)
+    except RecursionError:
+        _fail("the session holds data nested too deeply for this command (Python's recursion limit)", 1)
 
 
 def _options(ctx: typer.Context) -> _Options:
@@ -125,7 +127,11 @@ def _with_store(ctx: typer.Context, work: Callable[[SessionStore], Any]) -> Any:
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:  # the stdlib encoder recurses; deep data is printed compact instead
+        text = dumps(value).decode("utf-8")
+    sys.stdout.write(text + "\n")
 
 
 def _print_version(value: bool) -> None:
@@ -323,7 +329,7 @@ def surface(
             {
                 "nodes": list(session.surface.nodes),
                 "replaceGeneration": session.surface.replace_generation,
-                "messages": [loads(json.dumps(m.raw, ensure_ascii=False)) for m in messages],
+                "messages": [thaw(m.raw) for m in messages],
             }
         )
         return

@@ -18,6 +18,11 @@ Decisions where FORMAT leaves room for Python:
 
 ``dumps`` writes ``JSON.stringify``-compatible bytes (no whitespace, raw UTF-8,
 lone surrogates escaped as ``\\udXXX``); ``loads`` refuses ``NaN``/``Infinity``.
+
+Depth: data may nest ``MAX_DEPTH`` (512) arrays/objects, the one write limit;
+``loads`` reads ``MAX_READ_DEPTH`` (10,000) levels, so every log dsh reads loads.
+orjson is the fast path; where it or Python's recursion stops earlier, the
+explicit-stack walkers of ``jsondeep`` take over with the same results.
 """
 
 from __future__ import annotations
@@ -25,20 +30,26 @@ from __future__ import annotations
 import json as _stdlib_json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NoReturn, TypeAlias
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeAlias
 
 import orjson
 
 from harness.errors import InvalidEventData
+from harness.events.frozen import FrozenDict, FrozenList
+from harness.events.jsondeep import UnrepresentableJson, adopt_deep, encode_deep, equal_deep, parse, thaw_deep
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_READ_DEPTH",
     "MAX_SAFE_INTEGER",
     "FrozenDict",
     "FrozenList",
     "JsonValue",
+    "UnrepresentableJson",
     "adopt",
     "check_json",
+    "check_members",
     "decode_frozen",
     "dumps",
     "dumps_kept",
@@ -52,65 +63,12 @@ __all__ = [
 
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_DEPTH = 512
+"""The write limit: data nested deeper than this many arrays/objects is refused."""
+MAX_READ_DEPTH = 10_000
+"""The read limit: a stored line nested deeper than this is valid JSON harness refuses."""
 
 JsonValue: TypeAlias = Any
 """A JSON value: None, bool, int, float, str, a list/tuple of values or a str-keyed mapping."""
-
-
-class FrozenDict(dict[str, Any]):
-    """A read-only JSON object. Equal to a ``dict`` with the same items.
-
-    Every mutating method raises ``TypeError``. Construct one with ``snapshot``
-    (validating) or ``FrozenDict(mapping)`` (trusting the values to be frozen).
-    Calling ``dict`` methods unbound (``dict.__setitem__(d, ...)``, ``d.__init__(...)``)
-    bypasses the type on purpose and is not guarded: blocking it would cost every
-    append a Python-level constructor.
-    """
-
-    __slots__ = ()
-
-    def _refuse(self, *_args: object, **_kwargs: object) -> NoReturn:
-        raise TypeError("this JSON object is read-only; thaw() it to get a mutable copy")
-
-    __setitem__ = _refuse
-    __delitem__ = _refuse
-    __ior__ = _refuse
-    clear = _refuse
-    pop = _refuse
-    popitem = _refuse
-    setdefault = _refuse
-    update = _refuse
-
-    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
-        return (FrozenDict, (dict(self),))
-
-    def __copy__(self) -> FrozenDict:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
-        return self
-
-    def __repr__(self) -> str:
-        return f"FrozenDict({dict.__repr__(self)})"
-
-
-class FrozenList(tuple[Any, ...]):
-    """A read-only JSON array (a ``tuple``). Equal to a ``list`` or ``tuple`` with the same items."""
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, list):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return tuple.__eq__(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = tuple.__hash__
-
-    def __repr__(self) -> str:
-        return f"FrozenList({list(self)!r})"
 
 
 def is_safe_int(value: object) -> bool:
@@ -231,7 +189,62 @@ def check_json(value: Any, path: str = "data") -> None:
     except _Bad as bad:
         raise InvalidEventData(format_path(path, reversed(bad.path)), bad.reason) from None
     except RecursionError:
-        raise InvalidEventData(path, "nested too deeply (or cyclic)") from None
+        # The caller's own stack was deep already: the same walk without recursion.
+        found = _first_bad(value)
+        if found is not None:
+            raise InvalidEventData(format_path(path, found[0]), found[1]) from None
+
+
+def check_members(value: Any, path: str) -> None:
+    """``check_json`` of each member of an object on its own: for an event's wire form,
+    whose ``data`` may be nested ``MAX_DEPTH`` levels below the envelope."""
+    if type(value) is not dict and type(value) is not FrozenDict:
+        check_json(value, path)
+        return
+    for key, item in value.items():
+        if type(key) is not str:
+            raise InvalidEventData(path, f"object key {key!r} is not a string")
+        check_json(item, format_path(path, (key,)))
+
+
+def _first_bad(value: Any) -> tuple[list[str | int], str] | None:
+    """``check_json``'s walk with an explicit stack: the path and reason of the first bad value."""
+    kind = type(value)
+    if kind is not dict and kind is not FrozenDict and kind is not list and kind is not FrozenList:
+        try:
+            _check_scalar(value)
+        except _Bad as bad:
+            return [], bad.reason
+        return None
+    path: list[str | int] = []
+    frames: list[tuple[Any, bool]] = []
+
+    def enter(container: Any) -> None:
+        is_object = type(container) is dict or type(container) is FrozenDict
+        frames.append((iter(container.items() if is_object else enumerate(container)), is_object))
+
+    enter(value)
+    while frames:
+        items, is_object = frames[-1]
+        for key, item in items:
+            if is_object and type(key) is not str:
+                return path, f"object key {key!r} is not a string"
+            kind = type(item)
+            if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
+                path.append(key)
+                if len(frames) >= MAX_DEPTH:
+                    return path, f"nested deeper than {MAX_DEPTH} levels (or cyclic)"
+                enter(item)
+                break
+            try:
+                _check_scalar(item)
+            except _Bad as bad:
+                return [*path, key], bad.reason
+        else:
+            frames.pop()
+            if frames:
+                path.pop()
+    return None
 
 
 def encode_json(value: Any, path: str = "data") -> bytes:
@@ -265,10 +278,13 @@ def adopt(value: Any) -> Any:
     not use afterwards.
     """
     kind = type(value)
-    if kind is dict:
-        return _adopt_dict(value)
-    if kind is list:
-        return _adopt_list(value)
+    try:
+        if kind is dict:
+            return _adopt_dict(value)
+        if kind is list:
+            return _adopt_list(value)
+    except RecursionError:
+        return adopt_deep(value)  # the subtrees frozen so far are kept as they are
     return value
 
 
@@ -298,16 +314,23 @@ def json_equal(left: Any, right: Any) -> bool:
     Unlike ``==``, ``true`` is not ``1`` and ``false`` is not ``0``; ``1`` and ``1.0``
     are the same JSON number; arrays may be lists or tuples, objects any mapping.
     """
+    try:
+        return _json_equal(left, right)
+    except RecursionError:
+        return equal_deep(left, right)
+
+
+def _json_equal(left: Any, right: Any) -> bool:
     if isinstance(left, bool) or isinstance(right, bool):
         return type(left) is type(right) and left == right
     if isinstance(left, Mapping):
         if not isinstance(right, Mapping) or len(left) != len(right):
             return False
-        return all(key in right and json_equal(item, right[key]) for key, item in left.items())
+        return all(key in right and _json_equal(item, right[key]) for key, item in left.items())
     if isinstance(left, list | tuple):
         if not isinstance(right, list | tuple) or len(left) != len(right):
             return False
-        return all(json_equal(a, b) for a, b in zip(left, right, strict=True))
+        return all(_json_equal(a, b) for a, b in zip(left, right, strict=True))
     if isinstance(left, int | float) and isinstance(right, int | float):
         return left == right
     return type(left) is type(right) and bool(left == right)
@@ -315,10 +338,17 @@ def json_equal(left: Any, right: Any) -> bool:
 
 def thaw(value: Any) -> Any:
     """A deep mutable copy (``dict``/``list``) of a JSON value."""
+    try:
+        return _thaw(value)
+    except RecursionError:
+        return thaw_deep(value)
+
+
+def _thaw(value: Any) -> Any:
     if isinstance(value, Mapping):
-        return {key: thaw(item) for key, item in value.items()}
+        return {key: _thaw(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [thaw(item) for item in value]
+        return [_thaw(item) for item in value]
     return value
 
 
@@ -332,9 +362,12 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _dumps_with_surrogates(value: Any) -> bytes:
-    text = _stdlib_json.dumps(
-        value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default
-    )
+    try:
+        text = _stdlib_json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_default
+        )
+    except RecursionError:
+        return encode_deep(value, dumps)
     # Join surrogate pairs into the code points they spell, then escape the lone halves.
     text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
@@ -342,12 +375,19 @@ def _dumps_with_surrogates(value: Any) -> bytes:
 
 
 def dumps(value: Any) -> bytes:
-    """Encode a JSON value the way ``JSON.stringify`` does (compact, raw UTF-8)."""
+    """Encode a JSON value the way ``JSON.stringify`` does (compact, raw UTF-8).
+
+    Any depth: where orjson stops (254 levels) an explicit-stack encoder writes the
+    same bytes.
+    """
     try:
         return orjson.dumps(value, default=_default)
     except TypeError as error:
-        if "surrogates" in str(error):
+        reason = str(error)
+        if "surrogates" in reason:
             return _dumps_with_surrogates(value)
+        if "Recursion limit" in reason:
+            return encode_deep(value, dumps)
         raise
 
 
@@ -363,23 +403,17 @@ def dumps_kept(value: Any) -> bytes:
         return bytes(memoryview(dumps(value)))
 
 
-def _refuse_constant(token: str) -> NoReturn:
-    raise ValueError(f"{token} is not valid JSON")
-
-
-_STDLIB_DECODER: Callable[[str], Any] = _stdlib_json.JSONDecoder(parse_constant=_refuse_constant).decode
-
-
 def loads(data: bytes | str) -> Any:
     """Decode JSON text into plain ``dict``/``list`` values. Refuses NaN/Infinity.
 
-    Raises ``ValueError`` on malformed input. Lone surrogate escapes
-    (``"\\ud800"``), which JavaScript writers emit, are accepted.
+    Raises ``ValueError`` on malformed input and its subclass ``UnrepresentableJson``
+    on valid JSON harness cannot hold: a number beyond a double's range (``1e400``),
+    nesting deeper than ``MAX_READ_DEPTH``, or bytes that are JSON only once their
+    invalid UTF-8 is replaced. A reader must not take the second kind for a torn line.
+    Lone surrogate escapes (``"\\ud800"``), which JavaScript writers emit, are accepted.
     """
     try:
         return orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        if "surrogate" not in str(error):
-            raise ValueError(str(error)) from None
-    text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
-    return _STDLIB_DECODER(text)
+    except orjson.JSONDecodeError:
+        pass  # orjson's limits are not the format's: decide with the unlimited parser
+    return parse(data, MAX_READ_DEPTH)

@@ -21,7 +21,7 @@ from harness.errors import ForkError, InvalidEvent, InvalidEventData, InvalidHea
 from harness.events.collector import collector_paused
 from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import Event, SurfaceOp
-from harness.events.json import FrozenDict, check_json, dumps_kept
+from harness.events.json import FrozenDict, check_json, check_members, dumps_kept
 from harness.events.vocabulary import SURFACE_TYPES
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
@@ -454,7 +454,7 @@ def _validate_seed(
             obj = item
         if not decoded:
             try:
-                check_json(obj, f"seed[{index}]")
+                check_members(obj, f"seed[{index}]")
             except InvalidEventData as error:
                 raise InvalidSeed(
                     f"seed event at index {index} is not losslessly JSON-serializable: {error}",

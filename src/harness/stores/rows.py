@@ -15,7 +15,7 @@ from typing import Any
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
 from harness.events.event import Event
-from harness.events.json import loads
+from harness.events.json import UnrepresentableJson, loads
 from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
@@ -30,6 +30,8 @@ def header_from_text(
     makes the error for a damaged one."""
     try:
         raw = loads(text) if isinstance(text, str | bytes) else None
+    except UnrepresentableJson as error:  # judged like the JSONL header line: version first
+        raw = error.value
     except ValueError:
         raw = None
     if not isinstance(raw, dict):
@@ -63,6 +65,8 @@ def decode_row(
             members = expand_row(record)
         else:
             members = [record]
+    except UnrepresentableJson as error:
+        raise corrupt(f"committed event at seq {seq} is JSON harness cannot read: {error}") from None
     except (ValueError, PackedRowError) as error:
         raise corrupt(f"unparsable committed event at seq {seq}: {error}") from None
     first = members[0]

@@ -20,6 +20,8 @@ from typing import Any, Final, NoReturn
 
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
+from harness.events.json import MAX_READ_DEPTH
+from harness.events.jsondeep import parse
 from harness.session.header import (
     RETIRED_HEADER_FIELDS,
     SESSION_FORMAT_VERSION,
@@ -52,7 +54,10 @@ _DECODER: Final = json.JSONDecoder(parse_int=_int_token, parse_constant=_refuse_
 
 def _decode(line: bytes) -> Any:
     text = line.decode("utf-8")
-    return _DECODER.decode(text)
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:  # the stdlib parser recurses: read a deep header (dsh does) without it
+        return parse(text, MAX_READ_DEPTH, _int_token)
 
 
 def _number(value: object) -> bool:

@@ -5,6 +5,11 @@ applies the raw rules to every newline-terminated line:
 
 * the line is parsed and, when it is a packed row, expanded; failure (an empty
   line too) opens an *issue*;
+* a line that is valid JSON harness cannot hold (``UnrepresentableJson``: a number
+  beyond a double such as ``1e400``, nesting deeper than ``MAX_READ_DEPTH``) is
+  judged like any other: when it is the next committed event it is refused as
+  corruption (a committed line is never cut as a torn tail), else it is the
+  issue or the ``turn/end`` it would be for a reader that can hold it (dsh);
 * otherwise every expanded event must carry the next seq, else the whole row is
   dropped and an issue opens, which is corruption at once if the row holds a
   ``turn/end``;
@@ -21,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from harness.errors import CorruptSession
-from harness.events.json import loads
+from harness.events.json import UnrepresentableJson, loads
 from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
 
 __all__ = ["LineScanner", "ScanIssue"]
@@ -98,8 +103,12 @@ class LineScanner:
             offset += len(raw) + 1
             number = self.line
             self.line += 1
+            beyond: UnrepresentableJson | None = None
             try:
-                record = loads(raw)
+                try:
+                    record = loads(raw)
+                except UnrepresentableJson as error:
+                    record, beyond = error.value, error
                 if type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
                     decoded: list[Any] = expand_row(record)
                 else:
@@ -127,6 +136,13 @@ class LineScanner:
                         raise self._corrupt(self.issue, error_offset)
                     break
             else:
+                if beyond is not None:
+                    refused = ScanIssue(
+                        f"committed event at line {number} is JSON harness cannot read: {beyond}",
+                        number,
+                        line_start,
+                    )
+                    raise self._corrupt(refused, error_offset)
                 events.extend(decoded)
                 self.committed = offset
 

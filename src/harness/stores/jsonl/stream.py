@@ -41,8 +41,8 @@ class _Lines:
         for line in lines:
             try:
                 record = loads(line)
-            except ValueError:
-                raise StreamRejected("an unparsable line") from None
+            except ValueError as error:  # UnrepresentableJson too: the exact read says which
+                raise StreamRejected(f"a line that does not decode ({error})") from None
             if type(record) is not dict:
                 raise StreamRejected("a line that is not an object")
             if record.get("type") in PACKED_ROW_TYPES:
