@@ -9,13 +9,12 @@ say their message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from harness.cli.live import retry_line
 from harness.events.event import Event
-from harness.events.json import thaw
+from harness.events.json import dumps
 
 __all__ = ["event_summary", "is_failure", "message_text", "plural", "short", "value_text"]
 
@@ -37,8 +36,8 @@ def value_text(value: Any) -> str:
     """A JSON value as a reader writes it: strings bare, the rest as compact JSON."""
     if isinstance(value, str):
         return value
-    try:
-        return json.dumps(thaw(value), ensure_ascii=False, separators=(",", ":"))
+    try:  # harness's own encoder: it has no depth limit of its own
+        return dumps(value).decode()
     except (TypeError, ValueError):  # not JSON (cannot happen for event data): still no repr
         return str(value)
 
