@@ -4,14 +4,22 @@ Blocks keep the order in which their index first appeared. A ``block-end`` carri
 the authoritative block (the first close of an index wins); a block that never closed
 is built from its deltas. A ``max-tokens`` finish drops every tool-call block; an
 interrupted stream keeps only text and reasoning blocks whose text is not blank.
+
+A tool-call block whose stream gave it no usable id (missing, ``""``, not a string)
+gets one minted here, ``call-<index>-<random hex>``, unique in the session, and the
+same id every time the content is read: the loop's ``tool/call``, approval and
+``tool/result`` all take the block's id, and a log holding an unusable one would
+not load after a crash (see ``harness.messages.call_ids``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from harness.events.json import FrozenDict, thaw
+from harness.messages.call_ids import usable_call_id
 from harness.messages.model import TokenUsage
 from harness.messages.stream import (
     BlockEnd,
@@ -25,26 +33,47 @@ from harness.messages.stream import (
     UsageChunk,
 )
 
-__all__ = ["StreamAssembly"]
+__all__ = ["StreamAssembly", "mint_call_id"]
+
+
+def mint_call_id(index: int) -> str:
+    """A fresh call id for the tool-call block at ``index`` that arrived without one."""
+    return f"call-{index}-{uuid.uuid4().hex[:16]}"
 
 
 class _Open:
-    __slots__ = ("arguments", "closed", "id", "kind", "name", "text")
+    __slots__ = ("arguments", "closed", "id", "index", "kind", "minted", "name", "text")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
         self.kind = kind
         self.text: list[str] = []
         self.id = ""
+        self.minted = ""
         self.name = ""
         self.arguments: list[str] = []
         self.closed: Mapping[str, Any] | None = None
 
+    def call_id(self, given: object) -> str:
+        """``given`` when usable, else the id the deltas carried, else one minted once."""
+        if usable_call_id(given):
+            assert isinstance(given, str)
+            return given
+        if self.id:
+            return self.id
+        if not self.minted:
+            self.minted = mint_call_id(self.index)
+        return self.minted
+
     def block(self) -> dict[str, Any]:
         if self.closed is not None:
-            return dict(thaw(self.closed))
+            block = dict(thaw(self.closed))
+            if block.get("type") == "tool-call" and not usable_call_id(block.get("id")):
+                block["id"] = self.call_id(block.get("id"))
+            return block
         if self.kind == "tool-call":
             arguments = "".join(self.arguments)
-            return {"type": "tool-call", "id": self.id, "name": self.name, "arguments": arguments}
+            return {"type": "tool-call", "id": self.call_id(None), "name": self.name, "arguments": arguments}
         return {"type": self.kind, "text": "".join(self.text)}
 
 
@@ -59,7 +88,7 @@ class StreamAssembly:
     def _open(self, index: int, kind: str) -> _Open:
         block = self._blocks.get(index)
         if block is None:
-            block = self._blocks[index] = _Open(kind)
+            block = self._blocks[index] = _Open(index, kind)
         return block
 
     def feed(self, chunk: StreamChunk) -> None:
@@ -72,7 +101,8 @@ class StreamAssembly:
             self._open(chunk.index, "reasoning").text.append(chunk.text)
         elif isinstance(chunk, ToolCallDelta):
             block = self._open(chunk.index, "tool-call")
-            block.id = block.id or chunk.id
+            if not block.id and usable_call_id(chunk.id):
+                block.id = chunk.id
             if chunk.name:
                 block.name = chunk.name
             block.arguments.append(chunk.arguments_delta)

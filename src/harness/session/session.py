@@ -23,6 +23,7 @@ from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import Event, SurfaceOp
 from harness.events.json import FrozenDict, check_json, check_members, dumps_kept
 from harness.events.vocabulary import SURFACE_TYPES
+from harness.messages.call_ids import CALL_ID_TYPES, call_id_problem
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
@@ -275,8 +276,10 @@ class Session:
     ) -> Event:
         """Commit one event in memory and return it. Never waits for I/O.
 
-        Raises ``InvalidEventData`` when ``data`` is not lossless JSON and
-        ``InvalidEvent`` when the event breaks a rule; either way nothing changes.
+        Raises ``InvalidEventData`` when ``data`` is not lossless JSON or carries a
+        tool call id that is not a non-empty string (a crash would leave a log that
+        does not load), and ``InvalidEvent`` when the event breaks a rule; either way
+        nothing changes.
         """
         if not isinstance(type, str) or not type:
             raise InvalidEvent(f"event type must be a non-empty string, got {type!r}")
@@ -285,6 +288,10 @@ class Session:
         if ignorable is not True and ignorable is not False:
             raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
         check_json(data)
+        if type in CALL_ID_TYPES:
+            problem = call_id_problem(type, data)
+            if problem is not None:
+                raise InvalidEventData(*problem)
         data_json = dumps_kept(data)
         if type == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
             raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
