@@ -445,11 +445,18 @@ def test_e43_tool_call_with_non_string_call_id_is_ignored() -> None:
     session = new_session()
     turn_start(session)
     step_start(session)
-    session.append(
-        "tool/call", {"turn": 1, "step": 1, "callId": {"odd": 1}, "name": "bash", "arguments": "{}"}
-    )
-    session.append("tool/call", {"turn": 1, "step": 1, "callId": ["odd"], "name": "bash", "arguments": "{}"})
-    closers = repair_closers(session.events)
+    # append refuses such ids (a foreign writer's log may hold them): build the events
+    odd = [
+        Event.create(type="tool/call", seq=seq, time=1, data=data)
+        for seq, data in enumerate(
+            [
+                {"turn": 1, "step": 1, "callId": {"odd": 1}, "name": "bash", "arguments": "{}"},
+                {"turn": 1, "step": 1, "callId": ["odd"], "name": "bash", "arguments": "{}"},
+            ],
+            len(session),
+        )
+    ]
+    closers = repair_closers([*session.events, *odd])
     assert summary(closers) == [("step/end", 4), ("turn/end", 5)]
 
 

@@ -208,10 +208,15 @@ def test_a_failing_check_is_listed_as_skipped_and_the_rest_still_run(
 
 
 def test_a_malformed_log_does_not_break_the_check(ws: Path) -> None:
-    session = harness.Session.create()
-    session.append("turn/start", {"turn": 1})
-    session.append("workspace/baseline", {"root": 7, "git": "yes"}, ignorable=True)
-    session.append("tool/call", {"turn": 1, "step": 1, "callId": 3, "name": None})
+    header = harness.Session.create().header
+    # append refuses a numeric callId; a foreign writer's log holding one still restores
+    seed = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"type": "workspace/baseline", "seq": 1, "time": 1, "data": {"root": 7, "git": "yes"}}
+        | {"ignorable": True},
+        {"type": "tool/call", "seq": 2, "time": 1, "data": {"turn": 1, "step": 1, "callId": 3, "name": None}},
+    ]
+    session = harness.Session.from_restore(header.id, seed, header)
     session.append("approval/asked", {"toolName": "x"})
     session.append("approval/decided", {"id": "never-asked", "outcome": "rejected"})
     session.append("compaction/end", {"compactionId": "never-started"})
