@@ -10,12 +10,10 @@ that is missing, ``""`` or not a string would leave a log that a crash poisons;
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["CALL_ID_TYPES", "call_id_problem", "usable_call_id"]
-
-CALL_ID_TYPES: Final = frozenset({"assistant/message", "tool/call", "tool/result", "approval/asked"})
-"""The event types whose data carries call ids (only these pay for the check)."""
+__all__ = ["CALL_ID_CHECKS", "call_id_problem", "usable_call_id"]
 
 
 def usable_call_id(value: object) -> bool:
@@ -32,6 +30,71 @@ def _problem(path: str, value: object) -> tuple[str, str]:
     return path, f"a tool call id must be a non-empty string, got {shown}"
 
 
+def _assistant_message(data: Any) -> tuple[str, str] | None:
+    # The hot one (every model reply): a plain walk, no index kept until a block fails.
+    try:
+        content = data["message"]["content"]
+    except (KeyError, TypeError, IndexError):
+        return None  # not a message: the Surface and seed rules own that
+    if type(content) is str:
+        return None
+    try:
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool-call":
+                value = block.get("id", _ABSENT)
+                if type(value) is not str or not value:
+                    index = next(i for i, item in enumerate(content) if item is block)
+                    return _problem(f"data.message.content[{index}].id", value)
+    except TypeError:
+        return None  # content is not an array
+    return None
+
+
+def _tool_call(data: Any) -> tuple[str, str] | None:
+    value = data.get("callId", _ABSENT) if isinstance(data, dict) else _ABSENT
+    return None if type(value) is str and value else _problem("data.callId", value)
+
+
+def _approval_asked(data: Any) -> tuple[str, str] | None:
+    value = data.get("callId", _ABSENT) if isinstance(data, dict) else _ABSENT
+    if value is _ABSENT or (type(value) is str and value):
+        return None
+    return _problem("data.callId", value)
+
+
+def _tool_result(data: Any) -> tuple[str, str] | None:
+    try:
+        message = data["message"]
+        call_id = message["source"].get("callId", _ABSENT)
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return _problem("data.message.source.callId", _ABSENT)
+    if type(call_id) is not str or not call_id:
+        return _problem("data.message.source.callId", call_id)
+    content = message.get("content")
+    if not isinstance(content, _ARRAY):
+        return None
+    for index, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "tool-result":
+            value = block.get("toolCallId", _ABSENT)
+            if value != call_id:
+                shown = "missing" if value is _ABSENT else repr(value)
+                return (
+                    f"data.message.content[{index}].toolCallId",
+                    f"must equal the source's callId {call_id!r}, got {shown}",
+                )
+    return None
+
+
+CALL_ID_CHECKS: Final[Mapping[str, Callable[[Any], tuple[str, str] | None]]] = {
+    "assistant/message": _assistant_message,
+    "tool/call": _tool_call,
+    "tool/result": _tool_result,
+    "approval/asked": _approval_asked,
+}
+"""Per event type, the check of its call ids: ``(path, reason)`` of the first unusable
+one, or ``None``. Only these types carry call ids, so only they pay for a check."""
+
+
 def call_id_problem(kind: str, data: Any) -> tuple[str, str] | None:
     """``(path, reason)`` of the first unusable call id in an event's data, or ``None``.
 
@@ -41,45 +104,5 @@ def call_id_problem(kind: str, data: Any) -> tuple[str, str] | None:
     ``tool/result`` and the ``toolCallId`` of its blocks, which must equal it.
     Other event types and shapes are left to the rules that own them.
     """
-    if not isinstance(data, dict):
-        return None
-    if kind == "assistant/message":
-        message = data.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, _ARRAY):
-            for index, block in enumerate(content):
-                if isinstance(block, dict) and block.get("type") == "tool-call":
-                    value = block.get("id", _ABSENT)
-                    if not usable_call_id(value):
-                        return _problem(f"data.message.content[{index}].id", value)
-        return None
-    if kind == "tool/call":
-        value = data.get("callId", _ABSENT)
-        return None if usable_call_id(value) else _problem("data.callId", value)
-    if kind == "approval/asked":
-        value = data.get("callId", _ABSENT)
-        return None if value is _ABSENT or usable_call_id(value) else _problem("data.callId", value)
-    if kind == "tool/result":
-        return _result_problem(data)
-    return None
-
-
-def _result_problem(data: dict[str, Any]) -> tuple[str, str] | None:
-    message = data.get("message")
-    source = message.get("source") if isinstance(message, dict) else None
-    call_id = source.get("callId", _ABSENT) if isinstance(source, dict) else _ABSENT
-    if not usable_call_id(call_id):
-        return _problem("data.message.source.callId", call_id)
-    assert isinstance(message, dict)
-    content = message.get("content")
-    if isinstance(content, _ARRAY):
-        for index, block in enumerate(content):
-            if isinstance(block, dict) and block.get("type") == "tool-result":
-                value = block.get("toolCallId", _ABSENT)
-                if value != call_id:
-                    shown = "missing" if value is _ABSENT else repr(value)
-                    return (
-                        f"data.message.content[{index}].toolCallId",
-                        f"must equal the source's callId {call_id!r}, got {shown}",
-                    )
-    return None
+    check = CALL_ID_CHECKS.get(kind)
+    return None if check is None else check(data)

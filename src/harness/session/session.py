@@ -23,7 +23,7 @@ from harness.events.envelope import as_safe_int, envelope_problem
 from harness.events.event import Event, SurfaceOp
 from harness.events.json import FrozenDict, check_json, check_members, dumps_kept
 from harness.events.vocabulary import SURFACE_TYPES
-from harness.messages.call_ids import CALL_ID_TYPES, call_id_problem
+from harness.messages.call_ids import CALL_ID_CHECKS
 from harness.messages.model import Message
 from harness.messages.shapes import message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
@@ -288,8 +288,9 @@ class Session:
         if ignorable is not True and ignorable is not False:
             raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
         check_json(data)
-        if type in CALL_ID_TYPES:
-            problem = call_id_problem(type, data)
+        call_ids = CALL_ID_CHECKS.get(type)
+        if call_ids is not None:
+            problem = call_ids(data)
             if problem is not None:
                 raise InvalidEventData(*problem)
         data_json = dumps_kept(data)
