@@ -5,7 +5,7 @@ A call id pairs an assistant ``tool-call`` block with its ``tool/call``, its
 with a ``tool/result`` citing that id, and a ``tool/result`` without a non-empty
 string ``callId`` does not load (FORMAT §7.2, in harness and in dsh). So an id
 that is missing, ``""`` or not a string would leave a log that a crash poisons;
-``Session.append`` refuses it with ``call_id_problem``.
+``Session.append`` refuses it (``CALL_ID_CHECKS``), so do the builders.
 """
 
 from __future__ import annotations
@@ -13,12 +13,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-__all__ = ["CALL_ID_CHECKS", "call_id_problem", "usable_call_id"]
+from harness.errors import InvalidEventData
+
+__all__ = ["CALL_ID_CHECKS", "call_id_problem", "require_call_id", "usable_call_id"]
 
 
 def usable_call_id(value: object) -> bool:
     """Whether ``value`` can pair a call with its result: a non-empty string."""
     return type(value) is str and value != ""
+
+
+def require_call_id(call_id: object, path: str = "call_id") -> None:
+    """Raise ``InvalidEventData`` at ``path`` unless ``call_id`` is a usable call id."""
+    if not usable_call_id(call_id):
+        raise InvalidEventData(path, f"a tool call id must be a non-empty string, got {call_id!r}")
 
 
 _ABSENT: Final = object()

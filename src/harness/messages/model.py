@@ -16,9 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from harness.errors import InvalidEventData
 from harness.events.json import FrozenDict, FrozenList, snapshot
-from harness.messages.call_ids import usable_call_id
+from harness.messages.call_ids import require_call_id
 
 __all__ = [
     "Block",
@@ -349,13 +348,8 @@ def reasoning_block(text: str) -> FrozenDict:
 
 def tool_call_block(call_id: str, name: str, arguments: str) -> FrozenDict:
     """A ``tool-call`` block. ``call_id`` must be a non-empty string (``InvalidEventData``)."""
-    _require_call_id(call_id)
+    require_call_id(call_id)
     return FrozenDict(type="tool-call", id=call_id, name=name, arguments=arguments)
-
-
-def _require_call_id(call_id: object) -> None:
-    if not usable_call_id(call_id):
-        raise InvalidEventData("call_id", f"a tool call id must be a non-empty string, got {call_id!r}")
 
 
 def _content(content: str | Iterable[Mapping[str, Any]]) -> FrozenList:
@@ -404,7 +398,7 @@ def tool_result_message(
 ) -> FrozenDict:
     """A tool-result message JSON: one ``tool-result`` block answering ``call_id``
     (a non-empty string, else ``InvalidEventData``)."""
-    _require_call_id(call_id)
+    require_call_id(call_id)
     block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id, "content": _content(content)}
     if is_error is not None:
         block["isError"] = is_error
