@@ -83,7 +83,8 @@ class InvalidEvent(HarnessError, ValueError):
 
 
 class InvalidEventData(InvalidEvent):
-    """Event data is not lossless JSON. ``path`` names the first bad value."""
+    """Event data is not lossless JSON, or holds a tool call id that is not a non-empty
+    string. ``path`` names the first bad value."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
