@@ -318,7 +318,17 @@ def test_a_run_whose_provider_gives_no_call_ids_survives_a_crash_mid_call(
     tmp_path: Path, changes_world: bool
 ) -> None:
     live, tool, image = crashed_run(tmp_path, changes_world=changes_world)
-    # The live run: one minted id pairs the block, tool/call, approval and tool/result.
+    # The crash image (flushed up to the running call) loads: repair answers the call ...
+    loaded = reopen(image, live.id)
+    assert [e.type for e in loaded.events][-3:] == ["step/end", "turn/end", "session/end-seed"]
+    repaired = [e for e in loaded.events if e.type == "tool/result"]
+    assert len(repaired) == 1 and repaired[0].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    assert repaired[0].data["message"]["content"][0]["content"][0]["text"] == TOOL_OUTCOME_UNKNOWN_TEXT
+    # ... and what it committed reloads and inspects with nothing left to repair.
+    again = reopen(image, live.id)
+    assert [e.to_json() for e in again.events][:-1] == [e.to_json() for e in loaded.events][:-1]
+    assert [e.type for e in reopen(image, live.id, inspect=True).events] == [e.type for e in loaded.events]
+    # One minted id pairs the block, tool/call, approval and result, live and repaired.
     message = next(e for e in live.events if e.type == "assistant/message")
     (block,) = message.data["message"]["content"]
     call_id = block["id"]
@@ -330,16 +340,6 @@ def test_a_run_whose_provider_gives_no_call_ids_survives_a_crash_mid_call(
     )
     results = [e for e in live.events if e.type == "tool/result"]
     assert [r.data["message"]["source"]["callId"] for r in results] == [call_id]
-    # The crash image (flushed up to the running call) loads: repair answers the call ...
-    loaded = reopen(image, live.id)
-    repaired = [e for e in loaded.events if e.type == "tool/result"]
     assert [r.data["message"]["source"]["callId"] for r in repaired] == [call_id]
-    assert repaired[0].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
-    assert repaired[0].data["message"]["content"][0]["content"][0]["text"] == TOOL_OUTCOME_UNKNOWN_TEXT
-    assert [e.type for e in loaded.events][-3:] == ["step/end", "turn/end", "session/end-seed"]
-    # ... and what it committed reloads and inspects with nothing left to repair.
-    again = reopen(image, live.id)
-    assert [e.to_json() for e in again.events][:-1] == [e.to_json() for e in loaded.events][:-1]
-    assert [e.type for e in reopen(image, live.id, inspect=True).events] == [e.type for e in loaded.events]
     # The finished live session loads too.
     assert reopen(tmp_path / "live", live.id).events[-2].type == "turn/end"
