@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import harness
 from harness.agent.approval import ApprovalRequest
@@ -343,3 +345,41 @@ def test_a_run_whose_provider_gives_no_call_ids_survives_a_crash_mid_call(
     assert [r.data["message"]["source"]["callId"] for r in repaired] == [call_id]
     # The finished live session loads too.
     assert reopen(tmp_path / "live", live.id).events[-2].type == "turn/end"
+
+
+# ---- property: append accepts a call id exactly when a crash repair could cite it -------------
+
+JSON_IDS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    call_id=JSON_IDS,
+    kind=st.sampled_from(["tool/call", "assistant/message", "tool/result", "approval/asked"]),
+)
+def test_append_accepts_a_call_id_exactly_when_it_is_a_non_empty_string(call_id: Any, kind: str) -> None:
+    session = open_step()
+    if kind == "tool/call":
+        data: Any = {"turn": 1, "step": 1, "callId": call_id, "name": "bash", "arguments": "{}"}
+    elif kind == "assistant/message":
+        data = assistant_data(call_block(call_id))
+    elif kind == "tool/result":
+        data = result_data(call_id, call_id)
+    else:
+        data = {"id": "ap-1", "toolName": "bash", "callId": call_id}
+    options: dict[str, Any] = {"surface_op": "append"} if kind in ("assistant/message", "tool/result") else {}
+    usable = isinstance(call_id, str) and call_id != ""
+    try:
+        session.append(kind, data, **options)
+    except InvalidEventData:
+        assert not usable
+    else:
+        assert usable
