@@ -162,10 +162,16 @@ def histories(draw: Any) -> list[Message]:
         else:
             ids = [f"c{serial + i}" for i in range(draw(st.integers(1, 3)))]
             serial += len(ids)
-            blocks = [tool_call_block(call, "read_file", "{}") for call in ids]
-            messages.append(Message(assistant_message(blocks, **MODEL)))
+            calls = [tool_call_block(call, "read_file", "{}") for call in ids]
+            messages.append(Message(assistant_message(calls, **MODEL)))
             answered = draw(st.lists(st.sampled_from(ids), unique=True))
-            messages.extend(Message(tool_result_message(call, "done")) for call in answered)
+            replies = [tool_result_message(call, "done") for call in answered]
+            if replies and draw(st.booleans()):  # all in one message, maybe with text after them
+                blocks: list[Any] = [block for reply in replies for block in reply["content"]]
+                if draw(st.booleans()):
+                    blocks.append({"type": "text", "text": "and a note"})
+                replies = [harness.user_message(blocks)]
+            messages.extend(Message(reply) for reply in replies)
     return messages
 
 

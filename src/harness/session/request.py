@@ -21,13 +21,7 @@ import orjson
 from harness.errors import NoRequestHeader
 from harness.events.event import Event
 from harness.events.json import FrozenDict, snapshot
-from harness.messages.model import (
-    Message,
-    ToolCallBlock,
-    ToolResultBlock,
-    sendable,
-    tool_result_message,
-)
+from harness.messages.model import Message, sendable, tool_result_message
 from harness.messages.request import EpochHeader, GenerateOptions
 from harness.session.session import Session
 
@@ -89,47 +83,40 @@ def sendable_messages(messages: Sequence[Message], *, session_id: str | None = N
     ``UNANSWERED_CALL_TEXT``, stands in for a missing one), and every unpaired surrogate
     sent as U+FFFD. Messages that need neither are passed through as they are."""
     out: list[Message] = []
-    for index, message in enumerate(messages):
-        out.append(message)
-        if message.role != "assistant":
-            continue
-        calls = [block.id for block in message.content if type(block) is ToolCallBlock]
-        if not calls:
-            continue
-        missing = [call for call in calls if call not in _answered_after(messages, index)]
-        for call in missing:
+    pending: list[str] = []  # calls of the latest assistant message not answered yet
+
+    def answer_pending() -> None:
+        for call in pending:
             logger.warning(
                 "session %s: tool call %s has no recorded result; the request answers it with a placeholder",
                 session_id,
                 call,
             )
-        # Placed right after the call: tool replies may come in any order, but all of them
-        # before the next user or assistant message.
-        out.extend(
-            Message(tool_result_message(call, UNANSWERED_CALL_TEXT, is_error=True, id=f"unanswered-{call}"))
-            for call in missing
-        )
+            reply = tool_result_message(call, UNANSWERED_CALL_TEXT, is_error=True, id=f"unanswered-{call}")
+            out.append(Message(reply))
+        pending.clear()
+
+    # One pass over the raw JSON (this runs before every request; the views cost more).
+    for message in messages:
+        raw = message.raw
+        content = [block for block in raw.get("content") or () if isinstance(block, Mapping)]
+        if raw.get("role") == "assistant":
+            answer_pending()
+            out.append(message)
+            pending.extend(str(b.get("id", "")) for b in content if b.get("type") == "tool-call")
+            continue
+        if pending:
+            results = [str(b.get("toolCallId", "")) for b in content if b.get("type") == "tool-result"]
+            pending[:] = [call for call in pending if call not in results]
+            # A message with no results ends the replies; so does one that holds something
+            # else too (its tool entries go out before its text): the placeholders go first.
+            if not results or len(results) < len(content):
+                answer_pending()
+        out.append(message)
+    answer_pending()
     if not _is_utf8([message.raw for message in out]):
         out = [_sendable_message(message, session_id) for message in out]
     return tuple(out)
-
-
-def _answered_after(messages: Sequence[Message], index: int) -> set[str]:
-    """The call ids the tool results right after ``messages[index]`` answer: those of the
-    following messages that hold tool results, up to and including the first one that
-    also holds other content (its tool entries go out before its text)."""
-    answered: set[str] = set()
-    for message in messages[index + 1 :]:
-        if message.role == "assistant":
-            break
-        blocks = message.content
-        results = [block for block in blocks if type(block) is ToolResultBlock]
-        if not results:
-            break
-        answered.update(block.tool_call_id for block in results)
-        if len(results) != len(blocks):
-            break
-    return answered
 
 
 def _is_utf8(value: Any) -> bool:
