@@ -26,7 +26,7 @@ from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from harness.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tests.agent.pty_terminal import CTRL_C, ENTER, Terminal
 from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, text_reply
-from tests.agent.test_request_guard import assert_every_call_answered
+from tests.agent.test_request_guard import assert_every_call_answered, save
 
 KEY = "sk-test-chat-interrupt-77"
 WRITE = ("c1", "write_file", '{"path":"x.txt","content":"no"}')
@@ -161,6 +161,33 @@ def test_ctrl_c_at_the_idle_prompt_leaves_at_once(tmp_path: Path, workspace: Pat
         assert server.requests == []
     assert code == 0, term.text()
     assert "session session-" in term.text().split("you>")[-1]
+
+
+def test_ctrl_c_at_the_blocking_findings_question_stops_resume_at_once(
+    tmp_path: Path, workspace: Path
+) -> None:
+    root = tmp_path / "sessions"
+    session = harness.Session.create(harness.SessionHeader.new(cwd=str(workspace)))
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("user/message", harness.user_message("touch it"), surface_op="append")
+    arguments = '{"command":"touch a.txt"}'
+    reply = harness.assistant_message(
+        [harness.tool_call_block("c1", "run_shell", arguments)], provider="deepseek-official", model="m"
+    )
+    data = {"turn": 1, "step": 1, "message": reply}
+    session.append("assistant/message", data, surface_op="append", source_event_seqs=[])
+    call = {"turn": 1, "step": 1, "callId": "c1", "name": "run_shell", "arguments": arguments}
+    session.append("tool/call", call)  # started, never finished: its outcome is unknown
+    save(root, session)
+    args = [sys.executable, "-m", "harness", "--root", str(root), "resume", session.id, "-w", str(workspace)]
+    with FakeDeepSeek([], api_key=KEY) as server, Terminal(args, child_env(server)) as term:
+        term.expect(b"Continue anyway?")
+        term.send(CTRL_C)
+        code = term.wait()
+        assert server.requests == []
+    assert code == 3, term.text()
+    assert "blocking" in term.text().split("Continue anyway?")[-1]
 
 
 # ---- the loop: a cancel, or a stopped task, still closes everything ------------------------

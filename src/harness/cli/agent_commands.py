@@ -19,7 +19,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.prompt import Confirm
 
 from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
@@ -43,6 +42,7 @@ from harness.cli.terminal import (
     ask_line,
     chat_help,
     checked_prompt,
+    confirm,
     interruptible_turn,
     is_chat_command,
 )
@@ -340,14 +340,7 @@ def resume(
 async def _confirm_blocking(console: Console) -> bool:
     if not sys.stdin.isatty():
         return False
-    try:
-        return bool(
-            await asyncio.to_thread(
-                Confirm.ask, "Blocking findings above. Continue anyway?", console=console, default=False
-            )
-        )
-    except (EOFError, KeyboardInterrupt):
-        return False
+    return await confirm(console, "Blocking findings above. Continue anyway?", default=False)
 
 
 @app.command()

@@ -36,6 +36,7 @@ __all__ = [
     "ask_line",
     "chat_help",
     "checked_prompt",
+    "confirm",
     "decode_line",
     "interruptible_turn",
     "is_chat_command",
@@ -309,6 +310,28 @@ def is_chat_command(text: str) -> bool:
     """A single ``/word`` (a message such as ``/usr/bin is gone`` is sent as it is)."""
     word = text[1:]
     return text.startswith("/") and word.replace("-", "").replace("_", "").isalnum() and word.isascii()
+
+
+async def confirm(
+    console: Console, question: str, *, default: bool, reader: LineReader | None = None
+) -> bool:
+    """Ask a yes/no ``question`` at the terminal (an empty answer is ``default``); Ctrl-C or
+    the end of input answers no, at once."""
+    reader = reader or LineReader()
+    hint = "\\[Y/n]" if default else "\\[y/N]"
+    with Interrupts() as interrupts:
+        while True:
+            try:
+                prompt = f"{question} [bold magenta]{hint}[/] "
+                line = await ask_line(console, reader, prompt, interrupts=interrupts)
+            except (EOFError, PromptInterrupted):
+                return False
+            except InvalidMessage:
+                line = "?"
+            answer = line.strip().lower()
+            if answer in ("y", "yes", "n", "no", ""):
+                return answer.startswith("y") or (answer == "" and default)
+            console.print("[dim]answer y or n[/]")
 
 
 class PromptApprover:
