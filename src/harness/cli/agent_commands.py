@@ -420,7 +420,9 @@ def chat(
                         elif text == "/compact":
                             await _chat_compact(session, store, model, console, interrupts)
                         else:
-                            console.print(f"[red]unknown command {escape(text)}[/] (/help lists them)")
+                            console.print(
+                                f"[red]unknown command {escape(text)}[/] (/help lists them)", highlight=False
+                            )
                         continue
                     try:
                         await _run_turns(

@@ -299,7 +299,7 @@ def chat_help(console: Console) -> None:
     """Print the chat commands (``/help``)."""
     console.print("[bold]commands[/]")
     for name, what in CHAT_COMMANDS.items():
-        console.print(f"  [bold]{name}[/]  {escape(what)}", highlight=False)
+        console.print(f"  [bold]{name:<9}[/] {escape(what)}", highlight=False)
     console.print(
         "[dim]Anything else is sent to the agent. Ctrl-C during a turn cancels it; "
         "a second Ctrl-C stops at once.[/]"
