@@ -109,6 +109,26 @@ def test_a_refused_prompt_leaves_the_session_as_it_was_and_usable(tmp_path: Path
     assert json.loads(again.stdout.decode().strip().splitlines()[-1])["reason"] == {"kind": "completed"}
 
 
+def test_run_reads_the_task_from_stdin_with_the_same_checks(tmp_path: Path, workspace: Path) -> None:
+    root = tmp_path / "sessions"
+    with FakeDeepSeek([Reply.text("Done.")], api_key=KEY) as server:
+        def run(stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+            command = harness_cmd(root, "run", "-", "-w", str(workspace), "--json")
+            env = child_env(server)
+            return subprocess.run(command, input=stdin, env=env, capture_output=True, timeout=60)
+
+        bad, empty = run(b"fix \xffit\n"), run(b" \n\n")
+        assert files(root) == [] and server.requests == []
+        good = run(b"fix the test\nin tests/a.py\n")
+        sent = server.requests
+    assert bad.returncode == 2 and empty.returncode == 2
+    refusal = " ".join(bad.stderr.decode().split())
+    assert "the task on stdin is not valid UTF-8 text (byte 4 is 0xff)" in refusal
+    assert "the task is empty" in empty.stderr.decode()
+    assert good.returncode == 0, good
+    assert sent[0].messages[-1] == {"role": "user", "content": "fix the test\nin tests/a.py"}
+
+
 @pytest.mark.parametrize("prompt", ["", "   ", "\n\t "])
 def test_empty_prompts_are_refused_by_run_and_resume(tmp_path: Path, workspace: Path, prompt: str) -> None:
     root = tmp_path / "sessions"

@@ -43,6 +43,7 @@ from harness.cli.terminal import (
     chat_help,
     checked_prompt,
     confirm,
+    decode_text,
     interruptible_turn,
     is_chat_command,
 )
@@ -142,9 +143,13 @@ async def _run_turns(
 
 
 def _prompt_argument(text: str, what: str) -> str:
-    """A prompt given on the command line, refused (exit 2, nothing opened or appended) when
-    it is empty or is not valid UTF-8."""
+    """A prompt given on the command line (``-``: read from stdin), refused (exit 2, nothing
+    opened or appended) when it is empty or is not valid UTF-8."""
     try:
+        if text == "-":
+            data = getattr(sys.stdin, "buffer", sys.stdin).read()
+            raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+            text = decode_text(raw, f"{what} on stdin").strip()
         return checked_prompt(text, what)
     except InvalidMessage as error:
         _fail(f"{escape(str(error))}; nothing was sent or recorded", EXIT_USAGE)
@@ -214,7 +219,7 @@ YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-
 )
 def run(
     ctx: typer.Context,
-    task: str = typer.Argument(..., help="What the agent should do."),
+    task: str = typer.Argument(..., help="What the agent should do ('-' reads it from stdin)."),
     model: ModelOption = DEFAULT_MODEL,
     effort: EffortOption = None,
     workspace: WorkspaceOption = None,

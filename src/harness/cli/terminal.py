@@ -38,6 +38,7 @@ __all__ = [
     "checked_prompt",
     "confirm",
     "decode_line",
+    "decode_text",
     "interruptible_turn",
     "is_chat_command",
 ]
@@ -60,7 +61,11 @@ def checked_prompt(text: str, what: str = "the prompt") -> str:
 def decode_line(data: bytes, what: str = "the input") -> str:
     """One line of input as text (its line ending dropped); ``InvalidMessage`` naming the
     first byte that is not valid UTF-8."""
-    data = data.removesuffix(b"\n").removesuffix(b"\r")
+    return decode_text(data.removesuffix(b"\n").removesuffix(b"\r"), what)
+
+
+def decode_text(data: bytes, what: str = "the input") -> str:
+    """``data`` as UTF-8 text; ``InvalidMessage`` naming the first byte that is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
