@@ -109,7 +109,11 @@ class LineReader:
         if self._fd is None:
             return await self._readline_in_thread()
         while b"\n" not in self._buffer and not self._eof:
-            data = await self._read_ready(self._fd)
+            try:
+                data = await self._read_ready(self._fd)
+            except NotImplementedError:  # an event loop that cannot watch file descriptors
+                self._fd = None
+                return await self._readline_in_thread()
             if data:
                 self._buffer += data
             else:
