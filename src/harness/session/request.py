@@ -67,7 +67,7 @@ def build_request(
         if header is None:
             raise NoRequestHeader(f"session {session.id} has no request/header yet and none was given")
     if not _is_utf8(header.raw):
-        logger.warning("session %s: the request header holds text that is not valid UTF-8", session.id)
+        _warn_once(session.id, "header", "the request header holds text that is not valid UTF-8")
         header = EpochHeader(_sendable_json(header.raw))
     return GenerateOptions(
         header=header,
@@ -87,11 +87,8 @@ def sendable_messages(messages: Sequence[Message], *, session_id: str | None = N
 
     def answer_pending() -> None:
         for call in pending:
-            logger.warning(
-                "session %s: tool call %s has no recorded result; the request answers it with a placeholder",
-                session_id,
-                call,
-            )
+            text = f"tool call {call} has no recorded result; the request answers it with a placeholder"
+            _warn_once(session_id, call, text)
             reply = tool_result_message(call, UNANSWERED_CALL_TEXT, is_error=True, id=f"unanswered-{call}")
             out.append(Message(reply))
         pending.clear()
@@ -149,11 +146,24 @@ def _sendable_json(value: Any) -> Any:
 def _sendable_message(message: Message, session_id: str | None) -> Message:
     if _is_utf8(message.raw):
         return message
-    logger.warning(
-        "session %s: message %s holds text that is not valid UTF-8; it is sent with U+FFFD in its place",
+    _warn_once(
         session_id,
         message.id,
+        f"message {message.id} holds text that is not valid UTF-8; it is sent with U+FFFD in its place",
     )
     fixed = snapshot(_sendable_json(message.raw), "message")
     assert isinstance(fixed, FrozenDict)
     return Message(fixed)
+
+
+_warned: set[tuple[str | None, str]] = set()
+
+
+def _warn_once(session_id: str | None, key: str, text: str) -> None:
+    """Log ``text`` once per session and key (every later request would repeat it)."""
+    if (session_id, key) in _warned:
+        return
+    if len(_warned) > 4096:
+        _warned.clear()
+    _warned.add((session_id, key))
+    logger.warning("session %s: %s", session_id, text)
