@@ -215,8 +215,12 @@ def test_text_helpers() -> None:
         decode_line(b"caf\xc3\n")
 
 
-@pytest.mark.parametrize("prompt", ["bad \udcff", "", "  \n"])
-def test_run_turn_refuses_before_anything_is_appended(prompt: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "prompt",
+    ["bad \udcff", "", "  \n", {"id": "u", "role": "user", "content": [{"type": "text", "text": "\udcff"}],
+                                "source": {"kind": "user"}}],
+)
+def test_run_turn_refuses_before_anything_is_appended(prompt: Any, tmp_path: Path) -> None:
     session = harness.Session.create()
     provider = ScriptedProvider([text_reply("never")])
     agent = Agent(session, provider, [], AgentSettings(model="m"), workspace=tmp_path)

@@ -42,7 +42,13 @@ from harness.compaction import (
 from harness.errors import CompactionCancelled, InvalidMessage
 from harness.events.event import Event
 from harness.events.json import loads
-from harness.messages.model import LlmFailure, assistant_message, tool_result_message, user_message
+from harness.messages.model import (
+    LlmFailure,
+    assistant_message,
+    check_sendable,
+    tool_result_message,
+    user_message,
+)
 from harness.messages.request import EpochHeader, classify_request_header
 from harness.messages.stream import (
     Finish,
@@ -598,6 +604,7 @@ def _user_message(prompt: str | Mapping[str, Any]) -> Mapping[str, Any]:
         if not prompt.strip():
             raise InvalidMessage("the prompt is empty: say what the agent should do", path="prompt")
         return user_message(prompt)
+    check_sendable(prompt.get("content"), "prompt.content")
     return prompt
 
 
