@@ -11,6 +11,7 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidSeed               a restore seed refused (names the index and the rule)
     ├── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN)
     ├── NoRequestHeader           a request built with no header given and none in the log
+    ├── InvalidMessage            message text a model cannot be sent (not valid Unicode, an empty prompt)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -52,6 +53,7 @@ __all__ = [
     "InvalidEvent",
     "InvalidEventData",
     "InvalidHeader",
+    "InvalidMessage",
     "InvalidRegion",
     "InvalidSeed",
     "InvalidSessionId",
@@ -127,6 +129,16 @@ class ForkError(HarnessError, ValueError):
 
 class NoRequestHeader(HarnessError):
     """``build_request`` found no header: pass one, or append a ``request/header`` first."""
+
+
+class InvalidMessage(HarnessError, ValueError):
+    """Message text refused before anything was appended: it holds a lone surrogate (bytes
+    that were not valid UTF-8, kept as surrogate escapes), which no model request can carry,
+    or it is a prompt with no text. ``path`` names the offending value."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class StorageError(HarnessError):

@@ -39,10 +39,16 @@ from harness.compaction import (
     Summarizer,
     compact_if_needed,
 )
-from harness.errors import CompactionCancelled
+from harness.errors import CompactionCancelled, InvalidMessage
 from harness.events.event import Event
 from harness.events.json import loads
-from harness.messages.model import LlmFailure, assistant_message, tool_result_message, user_message
+from harness.messages.model import (
+    LlmFailure,
+    assistant_message,
+    check_sendable,
+    tool_result_message,
+    user_message,
+)
 from harness.messages.request import EpochHeader, classify_request_header
 from harness.messages.stream import (
     Finish,
@@ -65,6 +71,10 @@ logger = logging.getLogger("harness.agent")
 Checkpoint = Callable[[Session], Awaitable[None]]
 
 ABORTED_BEFORE_DISPATCH_TEXT = "Not run: the turn was cancelled before this call started."
+ABORTED_WHILE_RUNNING_TEXT = (
+    "Stopped while running: the turn was cancelled. The call may have had some of its effects; "
+    "check before repeating it."
+)
 APPROVAL_DENIED_TEXT = "Not run: approval was not given for this call (outcome: {outcome})."
 
 
@@ -176,8 +186,14 @@ class Agent:
         ``context``: user messages the model reads just before the prompt (a resume passes
         the note of what changed in the workspace). Right before ``turn/start`` a log-only
         ``workspace/baseline`` event records the workspace state for cold recovery.
+
+        Raises ``InvalidMessage``, with nothing appended, for an empty prompt or one holding
+        text that is not valid UTF-8. Cancelling the task running the turn still closes it
+        (every call answered, the step and the turn ended ``aborted``), then re-raises.
         """
         session = self.session
+        # Refused before anything is appended: a prompt a model cannot be sent.
+        messages = [*context, _user_message(prompt)]
         cancel = cancel or asyncio.Event()
         self._cancel = cancel
         turn = _next_turn(session.events)
@@ -187,16 +203,21 @@ class Agent:
             baseline = await asyncio.to_thread(capture_baseline, self.workspace)
             session.append(WORKSPACE_BASELINE, baseline, ignorable=True)
         session.append("turn/start", {"turn": turn})
+        stopped: asyncio.CancelledError | None = None
         try:
-            reason = await self._steps(turn, [*context, _user_message(prompt)], cancel)
+            reason = await self._steps(turn, messages, cancel)
         except _TurnEnded as ended:
             reason = ended.reason
+        except asyncio.CancelledError as error:  # the task was cancelled: still close the turn
+            reason, stopped = dict(_ABORTED_BY_USER), error
         except Exception as error:  # a bug below must still close the turn
             logger.exception("turn %d of session %s failed", turn, session.id)
             reason = _error_reason(f"{type(error).__name__}: {error}", "UNKNOWN")
         finally:
             self._cancel = None
         session.append("turn/end", {"turn": turn, "reason": reason})
+        if stopped is not None:
+            raise stopped
         return TurnOutcome(turn, reason)
 
     # ---- steps ----------------------------------------------------------------------
@@ -406,8 +427,29 @@ class Agent:
                 },
             )
             call_seqs.append(event.seq)
-        runnable: list[tuple[int, Tool, dict[str, Any]]] = []
         outcomes: dict[int, tuple[ToolOutcome, dict[str, str] | None]] = {}
+        started: set[int] = set()
+        try:
+            await self._prepare_and_run(group, outcomes, started, cancel)
+        except BaseException:
+            # Cancelled (or a bug) mid-group: every call still gets its result, or the next
+            # request would carry calls with no reply. Bodies that started are cut short.
+            cut_short = ToolOutcome(ABORTED_WHILE_RUNNING_TEXT, is_error=True)
+            for position in started - outcomes.keys():
+                outcomes[position] = (cut_short, _ABORTED_RUNNING)
+            self._commit_results(turn, step, group, call_seqs, outcomes)
+            raise
+        self._commit_results(turn, step, group, call_seqs, outcomes)
+
+    async def _prepare_and_run(
+        self,
+        group: list[dict[str, Any]],
+        outcomes: dict[int, tuple[ToolOutcome, dict[str, str] | None]],
+        started: set[int],
+        cancel: asyncio.Event,
+    ) -> None:
+        """Ask and run the group's calls, filling ``outcomes`` (and ``started`` as bodies start)."""
+        runnable: list[tuple[int, Tool, dict[str, Any]]] = []
         for position, call in enumerate(group):
             prepared = await self._prepare(call, cancel)
             if isinstance(prepared, tuple):
@@ -423,16 +465,15 @@ class Agent:
                         ToolOutcome("Not run: the session could not be made durable first.", is_error=True),
                         {"name": "PersistenceError", "code": "PERSISTENCE_FAILED"},
                     )
-                self._commit_results(turn, step, group, call_seqs, outcomes)
                 raise
             limit = asyncio.Semaphore(max(1, self.settings.parallel_tools))
 
             async def run_one(position: int, tool: Tool, call: dict[str, Any]) -> None:
                 async with limit:
+                    started.add(position)
                     outcomes[position] = await self._run_tool(tool, call, cancel)
 
             await asyncio.gather(*(run_one(position, tool, call) for position, tool, call in runnable))
-        self._commit_results(turn, step, group, call_seqs, outcomes)
 
     def _commit_results(
         self,
@@ -470,7 +511,7 @@ class Agent:
             text = f"There is no tool named {call['name']!r} (tools: {known})."
             return ToolOutcome(text, is_error=True), {"name": "ToolError", "code": "UNKNOWN_TOOL"}
         if tool.changes_world and self._policy.current(self.session.events) == "ask":
-            outcome = await self._ask(tool, call)
+            outcome = await self._ask(tool, call, cancel)
             if outcome != "allowed-once":
                 text = APPROVAL_DENIED_TEXT.format(outcome=outcome)
                 return ToolOutcome(text, is_error=True), {"name": "ApprovalDenied", "code": "APPROVAL_DENIED"}
@@ -478,7 +519,8 @@ class Agent:
                 return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED
         return tool
 
-    async def _ask(self, tool: Tool, call: dict[str, Any]) -> str:
+    async def _ask(self, tool: Tool, call: dict[str, Any], cancel: asyncio.Event) -> str:
+        """Ask the approver; a cancel of the turn stops the question at once (``cancelled``)."""
         session = self.session
         request = ApprovalRequest(
             id=f"approval-{secrets.token_hex(8)}",
@@ -489,14 +531,27 @@ class Agent:
         session.append(
             "approval/asked", {"id": request.id, "toolName": request.tool_name, "callId": request.call_id}
         )
+        deciding = asyncio.ensure_future(self._approver.decide(request))
+        cancelled = asyncio.ensure_future(cancel.wait())
         try:
-            outcome: str = await self._approver.decide(request)
-        except Exception as error:
-            logger.warning("approver failed on %s: %s", request.id, error)
-            outcome = "unavailable"
+            await asyncio.wait((deciding, cancelled), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
+            deciding.cancel()
             session.append("approval/decided", {"id": request.id, "outcome": "cancelled"})
             raise
+        finally:
+            cancelled.cancel()
+        outcome: str
+        if not deciding.done():  # the turn was cancelled first: the question is withdrawn
+            deciding.cancel()
+            outcome = "cancelled"
+        elif deciding.cancelled():
+            outcome = "cancelled"
+        elif (error := deciding.exception()) is not None:
+            logger.warning("approver failed on %s: %s", request.id, error)
+            outcome = "unavailable"
+        else:
+            outcome = deciding.result()
         if outcome not in ("allowed-once", "rejected", "cancelled", "unavailable"):
             outcome = "unavailable"
         session.append("approval/decided", {"id": request.id, "outcome": outcome})
@@ -536,6 +591,8 @@ class Agent:
 
 
 _ABORTED: dict[str, str] = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+_ABORTED_RUNNING: dict[str, str] = {"name": "AbortError", "code": "ABORTED"}
+_ABORTED_BY_USER: dict[str, Any] = {"kind": "aborted", "reason": {"kind": "user"}}
 
 
 def _error_reason(message: str, code: str) -> dict[str, Any]:
@@ -544,7 +601,10 @@ def _error_reason(message: str, code: str) -> dict[str, Any]:
 
 def _user_message(prompt: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(prompt, str):
+        if not prompt.strip():
+            raise InvalidMessage("the prompt is empty: say what the agent should do", path="prompt")
         return user_message(prompt)
+    check_sendable(prompt.get("content"), "prompt.content")
     return prompt
 
 

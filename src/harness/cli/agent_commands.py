@@ -10,34 +10,45 @@ at a prompt in ``chat`` and ``resume`` on a terminal; a headless run denies them
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.prompt import Confirm
 
-from harness.agent.approval import ApprovalOutcome, ApprovalRequest, Approver, FixedApprover
+from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
 from harness.cli.outcome import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
+    EXIT_USAGE,
     Denial,
     denials,
     finish,
     outcome_json,
 )
 from harness.cli.summary import plural
+from harness.cli.terminal import (
+    Interrupts,
+    LineReader,
+    PromptApprover,
+    PromptInterrupted,
+    ask_line,
+    chat_help,
+    checked_prompt,
+    confirm,
+    decode_text,
+    interruptible_turn,
+    is_chat_command,
+)
 from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
+from harness.errors import InvalidMessage
 from harness.events.event import Event
 from harness.providers.base import Provider
 from harness.recovery import WorldReport
@@ -59,28 +70,6 @@ def system_prompt(workspace: Path) -> str:
         "inside it. Look before you change anything, make the smallest change that does the job, "
         "and say briefly what you did and what is left."
     )
-
-
-class PromptApprover:
-    """Asks the person at the terminal; anything but yes is a rejection."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-
-    async def decide(self, request: ApprovalRequest) -> ApprovalOutcome:
-        question = (
-            f"Allow [bold]{escape(request.tool_name)}[/] with {escape(_short(request.arguments))}?"
-        )
-        try:
-            allowed = await asyncio.to_thread(Confirm.ask, question, console=self.console, default=False)
-        except (EOFError, KeyboardInterrupt):
-            return "cancelled"
-        return "allowed-once" if allowed else "rejected"
-
-
-def _short(text: str, width: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _provider(*, for_check: bool = False) -> Provider:
@@ -105,36 +94,12 @@ def _summarizer(provider: Provider, model: str) -> Summarizer:
     return FallbackSummarizer(LlmSummarizer(provider, model=model), ExtractiveSummarizer())
 
 
-def _approver(yes: bool, interactive: bool, console: Console) -> Approver:
+def _approver(yes: bool, interactive: bool, console: Console, reader: LineReader | None = None) -> Approver:
     if yes:
         return FixedApprover("allowed-once")
     if interactive and sys.stdin.isatty():
-        return PromptApprover(console)
+        return PromptApprover(console, reader)
     return FixedApprover("unavailable")
-
-
-@contextlib.contextmanager
-def _cancel_on_interrupt(agent: Agent) -> Iterator[None]:
-    """Ctrl-C cancels the running turn (it ends ``aborted``); a second one stops hard."""
-    loop = asyncio.get_running_loop()
-    pressed = 0
-
-    def interrupt() -> None:
-        nonlocal pressed
-        pressed += 1
-        if pressed > 1:
-            raise KeyboardInterrupt
-        agent.cancel()
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
 
 
 async def _run_turns(
@@ -150,6 +115,7 @@ async def _run_turns(
     provider: Provider | None = None,
     tools: list[Tool] | None = None,
     effort: str | None = None,
+    interrupts: Interrupts | None = None,
 ) -> TurnOutcome | None:
     provider = provider or _provider()
     agent = Agent(
@@ -165,14 +131,28 @@ async def _run_turns(
     unsubscribe = session.subscribe(LivePrinter(console))
     outcome = None
     try:
-        for index, prompt in enumerate(prompts):
-            with _cancel_on_interrupt(agent):
-                outcome = await agent.run_turn(prompt, context=(context or []) if index == 0 else [])
-            await store.flush(session)
+        with interrupts or Interrupts() as routing:
+            for index, prompt in enumerate(prompts):
+                first = (context or []) if index == 0 else []
+                outcome = await interruptible_turn(agent, prompt, first, routing, console)
+                await store.flush(session)
     finally:
         unsubscribe()
         await provider.aclose()
     return outcome
+
+
+def _prompt_argument(text: str, what: str) -> str:
+    """A prompt given on the command line (``-``: read from stdin), refused (exit 2, nothing
+    opened or appended) when it is empty or is not valid UTF-8."""
+    try:
+        if text == "-":
+            data = getattr(sys.stdin, "buffer", sys.stdin).read()
+            raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape")
+            text = decode_text(raw, f"{what} on stdin").strip()
+        return checked_prompt(text, what)
+    except InvalidMessage as error:
+        _fail(f"{escape(str(error))}; nothing was sent or recorded", EXIT_USAGE)
 
 
 def _workspace(path: str | None) -> Path:
@@ -239,7 +219,7 @@ YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-
 )
 def run(
     ctx: typer.Context,
-    task: str = typer.Argument(..., help="What the agent should do."),
+    task: str = typer.Argument(..., help="What the agent should do ('-' reads it from stdin)."),
     model: ModelOption = DEFAULT_MODEL,
     effort: EffortOption = None,
     workspace: WorkspaceOption = None,
@@ -248,6 +228,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
+    task = _prompt_argument(task, "the task")
     root = _workspace(workspace)
     console = Console(stderr=as_json)
 
@@ -305,6 +286,7 @@ def resume(
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
+    prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
 
@@ -363,14 +345,7 @@ def resume(
 async def _confirm_blocking(console: Console) -> bool:
     if not sys.stdin.isatty():
         return False
-    try:
-        return bool(
-            await asyncio.to_thread(
-                Confirm.ask, "Blocking findings above. Continue anyway?", console=console, default=False
-            )
-        )
-    except (EOFError, KeyboardInterrupt):
-        return False
+    return await confirm(console, "Blocking findings above. Continue anyway?", default=False)
 
 
 @app.command()
@@ -416,56 +391,85 @@ def chat(
     session_id: SessionOption = None,
     yes: YesOption = False,
 ) -> None:
-    """Talk with the agent. /exit leaves; /compact is reserved for compaction."""
+    """Talk with the agent. /help lists the commands; /exit (or Ctrl-D) leaves; Ctrl-C
+    cancels a running turn, and leaves at the prompt."""
     root = _workspace(workspace)
     console = Console()
 
-    async def main() -> Session:
+    async def main() -> tuple[Session, bool]:
         store = SessionStore(_options(ctx).backend())
+        stopped = False
         try:
             session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
-            console.print(f"[dim]session {session.id} · {model} · /exit to leave[/]", highlight=False)
-            approver = _approver(yes, True, console)
-            while True:
-                try:
-                    line = await asyncio.to_thread(console.input, "[bold]you>[/] ")
-                except (EOFError, KeyboardInterrupt):
-                    break
-                text = line.strip()
-                if not text:
-                    continue
-                if text == "/exit":
-                    break
-                if text == "/compact":
-                    await _chat_compact(session, store, model, console)
-                    continue
-                await _run_turns(
-                    store,
-                    session,
-                    [text],
-                    model=model,
-                    workspace=root,
-                    approver=approver,
-                    console=console,
-                    effort=effort,
-                )
-            return session
+            console.print(f"[dim]session {session.id} · {model} · /help, /exit[/]", highlight=False)
+            reader = LineReader()
+            approver = _approver(yes, True, console, reader)
+            leaving = asyncio.Event()  # Ctrl-C between a turn and the next prompt: leave there
+            with Interrupts(default=leaving.set) as interrupts:
+                while not leaving.is_set():
+                    try:
+                        line = await ask_line(console, reader, "[bold]you>[/] ", interrupts=interrupts)
+                        text = checked_prompt(line.strip(), "the message") if line.strip() else ""
+                    except (EOFError, PromptInterrupted):
+                        break
+                    except InvalidMessage as error:
+                        console.print(f"[red]not sent: {escape(str(error))}[/]", highlight=False)
+                        continue
+                    if not text:
+                        continue  # an empty line sends nothing: just ask again
+                    if is_chat_command(text):
+                        if text == "/exit":
+                            break
+                        if text == "/help":
+                            chat_help(console)
+                        elif text == "/compact":
+                            await _chat_compact(session, store, model, console, interrupts)
+                        else:
+                            console.print(
+                                f"[red]unknown command {escape(text)}[/] (/help lists them)", highlight=False
+                            )
+                        continue
+                    try:
+                        await _run_turns(
+                            store,
+                            session,
+                            [text],
+                            model=model,
+                            workspace=root,
+                            approver=approver,
+                            console=console,
+                            effort=effort,
+                            interrupts=interrupts,
+                        )
+                    except KeyboardInterrupt:  # stopped at once: the turn is closed in the log
+                        stopped = True
+                        break
+            return session, stopped
         finally:
             await store.close()
 
     with _errors():
-        session = asyncio.run(main())
+        session, stopped = asyncio.run(main())
     console.print(f"[dim]session {session.id}[/]", highlight=False)
+    if stopped:
+        raise typer.Exit(130)
 
 
-async def _chat_compact(session: Session, store: SessionStore, model: str, console: Console) -> None:
-    """``/compact`` in chat: a manual compaction between turns (model first, offline fallback)."""
+async def _chat_compact(
+    session: Session, store: SessionStore, model: str, console: Console, interrupts: Interrupts
+) -> None:
+    """``/compact`` in chat: a manual compaction between turns (model first, offline fallback);
+    Ctrl-C cancels it."""
     from harness.compaction import compact_now
     from harness.errors import CompactionError
 
     provider = _provider()
+    cancel = asyncio.Event()
     try:
-        result = await compact_now(session, _summarizer(provider, model), checkpoint=store.flush)
+        with interrupts.routed_to(cancel.set):
+            result = await compact_now(
+                session, _summarizer(provider, model), checkpoint=store.flush, cancel=cancel
+            )
     except CompactionError as error:
         console.print(f"[red]compaction failed ({escape(error.code)}): {escape(str(error))}[/]")
         return

@@ -16,7 +16,6 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.prompt import Confirm
 
 from harness.cli.agent_commands import DEFAULT_MODEL
 from harness.cli.app import _errors, _fail, _options, app
@@ -123,14 +122,9 @@ async def _accept_fallback(console: Console) -> bool:
     if not sys.stdin.isatty():
         console.print("[dim]pass --fallback to use the offline extractive summary instead[/]")
         return False
-    try:
-        return bool(
-            await asyncio.to_thread(
-                Confirm.ask, "Use the offline extractive summary instead?", console=console, default=True
-            )
-        )
-    except (EOFError, KeyboardInterrupt):
-        return False
+    from harness.cli.terminal import confirm
+
+    return await confirm(console, "Use the offline extractive summary instead?", default=True)
 
 
 @app.command("eval-compaction")

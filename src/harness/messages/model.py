@@ -10,12 +10,14 @@ JSON. Builders (``user_message``, ``assistant_message``, ``tool_result_message``
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import msgspec
 
+from harness.errors import InvalidMessage
 from harness.events.json import FrozenDict, FrozenList, snapshot
 from harness.messages.call_ids import require_call_id
 
@@ -38,8 +40,11 @@ __all__ = [
     "UserSource",
     "assistant_message",
     "block_view",
+    "check_sendable",
+    "lone_surrogate",
     "new_message_id",
     "reasoning_block",
+    "sendable",
     "source_view",
     "text_block",
     "tool_call_block",
@@ -335,6 +340,66 @@ class LlmFailure(msgspec.Struct, frozen=True, rename="camel", omit_defaults=True
         return FrozenDict(msgspec.to_builtins(self))
 
 
+# ---- text a model can be sent --------------------------------------------------------------
+
+# A surrogate half that is not part of a high-low pair. Python strings hold these when bytes
+# that are not UTF-8 were decoded with ``surrogateescape`` (argv, file names), or when JSON
+# spelled one (JavaScript strings may hold them, so the log keeps them); UTF-8, and so every
+# model request, cannot carry them.
+_LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first unpaired surrogate in ``text``; ``None`` when it is valid Unicode."""
+    if text.isascii():
+        return None
+    found = _LONE_SURROGATE.search(text)
+    return found.start() if found is not None else None
+
+
+def _describe(text: str, index: int) -> str:
+    code = ord(text[index])
+    if 0xDC80 <= code <= 0xDCFF:  # how surrogateescape spells an undecodable byte
+        return f"character {index} is the byte 0x{code - 0xDC00:02x}"
+    return f"character {index} is an unpaired surrogate U+{code:04X}"
+
+
+def _first_unsendable(value: Any, path: str) -> tuple[str, str] | None:
+    if isinstance(value, str):
+        index = lone_surrogate(value)
+        return None if index is None else (path, _describe(value, index))
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _first_unsendable(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for position, item in enumerate(value):
+            found = _first_unsendable(item, f"{path}[{position}]")
+            if found is not None:
+                return found
+    return None
+
+
+def check_sendable(value: Any, path: str = "text") -> None:
+    """Raise ``InvalidMessage`` (naming the path) when a string in ``value`` cannot be sent
+    to a model: it holds an unpaired surrogate, i.e. it was not valid UTF-8 text."""
+    found = _first_unsendable(value, path)
+    if found is not None:
+        where, why = found
+        message = f"{where} is not valid UTF-8 text ({why}): a model cannot be sent it"
+        raise InvalidMessage(message, path=where)
+
+
+def sendable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: surrogate pairs joined, each unpaired half replaced by
+    U+FFFD (what a decoder that replaces errors would have made of the original bytes)."""
+    if lone_surrogate(text) is None:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return _LONE_SURROGATE.sub("\ufffd", joined)
+
+
 # ---- builders ---------------------------------------------------------------------------
 
 
@@ -364,9 +429,15 @@ def user_message(
     source: Mapping[str, Any] | None = None,
     id: str | None = None,
 ) -> FrozenDict:
-    """A user message JSON (``source`` defaults to ``{kind: "user"}``)."""
+    """A user message JSON (``source`` defaults to ``{kind: "user"}``).
+
+    Raises ``InvalidMessage`` when the content holds text that is not valid UTF-8 (an
+    unpaired surrogate): no model request could carry it.
+    """
+    blocks = _content(content)
+    check_sendable(blocks, "content")
     return FrozenDict(
-        content=_content(content),
+        content=blocks,
         source=snapshot(dict(source) if source is not None else {"kind": "user"}, "source"),
         role="user",
         id=id or new_message_id(),
