@@ -205,3 +205,24 @@ def test_verify_an_id_holding_a_slash_is_the_stored_session(tmp_path: Path) -> N
     log.write_bytes(b"{broken\n" + log.read_bytes().split(b"\n", 1)[1])
     code, _, err = invoke(tmp_path, "verify", "team/a")
     assert code == 1 and "header line is not valid JSON" in err and "no such file" not in err
+
+
+@pytest.mark.parametrize("name", ["03-auto-compaction.jsonl", "03-manual-compact.jsonl.zstd"])
+def test_log_and_surface_read_a_session_file(tmp_path: Path, name: str) -> None:
+    path = FIXTURES / name
+    expected = harness.read_session_file(str(path))
+    code, out, err = invoke(tmp_path, "log", str(path), "--json")
+    assert code == 0, err
+    assert len(out.splitlines()) == len(expected.events)
+    code, out, err = invoke(tmp_path, "surface", str(path), "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["messages"]) == len(expected.derive_messages())
+
+
+def test_log_of_a_damaged_file_is_one_error_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"bad\n')
+    code, _, err = invoke(tmp_path, "log", str(bad))
+    assert code == 1
+    assert "corrupt session log" in err and "Traceback" not in err
+    assert bad.read_bytes() == b'{"bad\n'

@@ -277,7 +277,16 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
 
 
 def _inspect(ctx: typer.Context, session_id: str) -> Session:
-    """The session as ``inspect`` restores it, with a progress bar on stderr while it loads."""
+    """The session as ``inspect`` restores it, with a progress bar on stderr while it loads.
+
+    An argument naming a regular file is read as a session log (as ``verify`` reads one), so
+    an auditor can point ``log`` and ``surface`` at a file handed to them; nothing is written.
+    """
+    if os.path.isfile(session_id):
+        from harness.stores.jsonl.reader import read_session_file
+
+        with _errors():
+            return read_session_file(session_id)
     with loading_bar(Console(stderr=True), f"loading {session_id}") as advance:
         session: Session = _with_store(ctx, lambda store: store.inspect(session_id, progress=advance))
     return session
@@ -286,7 +295,7 @@ def _inspect(ctx: typer.Context, session_id: str) -> Session:
 @app.command()
 def log(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., metavar="ID"),
+    session_id: str = typer.Argument(..., metavar="ID|PATH"),
     types: list[str] = typer.Option(
         [], "--type", help="Only these event types (repeatable; a prefix ends in /)."
     ),
@@ -316,7 +325,7 @@ def log(
 @app.command()
 def surface(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., metavar="ID"),
+    session_id: str = typer.Argument(..., metavar="ID|PATH"),
     as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
 ) -> None:
     """The model history a session derives from its Surface."""
