@@ -99,6 +99,23 @@ def test_a_heavy_dependency_loads_with_the_name_that_needs_it(name: str, module:
     assert module in loaded_heavy(f"from harness import {name}")
 
 
+def test_catching_a_provider_config_error_loads_no_http_client() -> None:
+    """``ProviderConfigError`` is in ``harness.errors``: ``except harness.ProviderConfigError``
+    (or importing it from the provider package) must not pull in ``openai``."""
+    assert loaded_heavy("from harness import ProviderConfigError") == []
+    assert loaded_heavy("from harness.providers import ProviderConfigError") == []
+    from harness.providers.deepseek import ProviderConfigError  # the old home still works
+
+    assert ProviderConfigError is harness.errors.ProviderConfigError is harness.ProviderConfigError
+    assert issubclass(ProviderConfigError, harness.HarnessError)
+
+
+def test_a_provider_author_finds_the_retrying_provider_protocol() -> None:
+    from harness import DeepSeekProvider, RetryingProvider
+
+    assert isinstance(DeepSeekProvider("http://127.0.0.1:9", api_key="sk-unused"), RetryingProvider)
+
+
 def test_every_name_in_all_resolves_in_a_fresh_interpreter() -> None:
     code = (
         "import harness, json\n"

@@ -11,6 +11,8 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidSeed               a restore seed refused (names the index and the rule)
     ├── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN)
     ├── NoRequestHeader           a request built with no header given and none in the log
+    ├── ProviderConfigError       a provider that cannot be built as configured (no API key,
+    │                             a base URL that is not http(s), a retry policy out of range)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -59,6 +61,7 @@ __all__ = [
     "LeaseLost",
     "NoRequestHeader",
     "PersistenceFailed",
+    "ProviderConfigError",
     "SessionConflict",
     "SessionExists",
     "SessionNotFound",
@@ -127,6 +130,12 @@ class ForkError(HarnessError, ValueError):
 
 class NoRequestHeader(HarnessError):
     """``build_request`` found no header: pass one, or append a ``request/header`` first."""
+
+
+class ProviderConfigError(HarnessError, ValueError):
+    """A provider cannot be built as configured (for example, no API key).
+
+    It lives here, not beside the provider, so that catching it loads no HTTP client."""
 
 
 class StorageError(HarnessError):

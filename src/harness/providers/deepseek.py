@@ -21,12 +21,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from importlib import metadata
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from harness.errors import HarnessError
+from harness.errors import ProviderConfigError
 from harness.events.json import loads, thaw
 from harness.messages.model import LlmFailure
 from harness.messages.request import EpochHeader, GenerateOptions
@@ -61,16 +62,29 @@ DEFAULT_EFFORT = "high"
 _T = TypeVar("_T")
 
 
-class ProviderConfigError(HarnessError, ValueError):
-    """A provider cannot be built as configured (for example, no API key)."""
+_DISTRIBUTION = "harness-sessions"  # the name it is installed under; the import name is harness
 
 
 def _user_agent() -> str:
     try:
-        version = metadata.version("harness")
+        version = metadata.version(_DISTRIBUTION)
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         version = "0"
     return f"deepseek-harness-py/{version}"
+
+
+def _checked_base_url(url: str, name: str) -> str:
+    """``url`` if it is an absolute http(s) URL, else ``ProviderConfigError`` naming ``name``.
+
+    The value itself is not echoed: a mistyped variable may hold the API key."""
+    try:
+        parts = urlsplit(url.strip())
+        _ = parts.port  # a port that is not a number raises ValueError
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ProviderConfigError(f"{name} is not an http:// or https:// URL with a host")
+    return url.strip()
 
 
 class _Aborted:
@@ -183,7 +197,12 @@ class DeepSeekProvider:
         return DEEPSEEK_MODELS
 
     def _build_client(self, base_url: str | None, api_key: str | None) -> AsyncOpenAI:
-        url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        if base_url:
+            url = _checked_base_url(base_url, "base_url")
+        elif os.environ.get(self.base_url_env):
+            url = _checked_base_url(os.environ[self.base_url_env], f"${self.base_url_env}")
+        else:
+            url = self.default_base_url
         key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         if key is None:
             raise ProviderConfigError(f"no API key: pass api_key or set {self.api_key_env}")
