@@ -165,6 +165,19 @@ def test_the_whole_error_tree_is_exported() -> None:
         assert getattr(harness, error.__name__, None) is error, f"{error.__module__}.{error.__name__}"
 
 
+def test_every_exported_exception_is_a_harness_error() -> None:
+    """``except harness.HarnessError`` catches every refusal the library exports; ``ToolError``
+    alone is not one: a tool raises it to tell the model, and the loop turns it into a result."""
+    outside = {
+        name
+        for name in harness.__all__
+        if isinstance(value := getattr(harness, name), type)
+        and issubclass(value, BaseException)
+        and not issubclass(value, harness.HarnessError)
+    }
+    assert outside == {"ToolError"}
+
+
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'SessionStor'"):
         _ = harness.SessionStor  # type: ignore[attr-defined]
