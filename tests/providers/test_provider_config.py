@@ -55,6 +55,13 @@ def test_an_http_base_url_is_accepted(url: str) -> None:
     assert DeepSeekProvider(url, api_key=API_KEY).base_url.lower().startswith(url.strip().lower())
 
 
+def test_run_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    """The CLI user has no ``api_key`` argument to pass: the line names the variable first."""
+    result = CliRunner().invoke(app, ["--root", str(tmp_path / "s"), "run", "hello", "-w", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "error: no API key: set $DEEPSEEK_API_KEY" in result.output, result.output
+
+
 def test_run_with_a_bad_base_url_says_so_at_once_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
