@@ -55,6 +55,14 @@ def test_an_http_base_url_is_accepted(url: str) -> None:
     assert DeepSeekProvider(url, api_key=API_KEY).base_url.lower().startswith(url.strip().lower())
 
 
+def test_the_repr_shows_the_endpoint_without_credentials() -> None:
+    """Gateways take a token as URL userinfo or query; ``repr`` (logs, tracebacks) shows neither."""
+    provider = DeepSeekProvider("https://user:pw-secret@gw.example:8443/v1?token=tok-secret", api_key=API_KEY)
+    for shown in (repr(provider), str(provider)):
+        assert "gw.example:8443/v1" in shown
+        assert "pw-secret" not in shown and "tok-secret" not in shown and API_KEY not in shown
+
+
 def test_run_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     """The CLI user has no ``api_key`` argument to pass: the line names the variable first."""
     result = CliRunner().invoke(app, ["--root", str(tmp_path / "s"), "run", "hello", "-w", str(tmp_path)])

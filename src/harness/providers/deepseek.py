@@ -87,6 +87,16 @@ def _checked_base_url(url: str, name: str) -> str:
     return url.strip()
 
 
+def _shown(url: Any) -> str:
+    """An ``httpx.URL`` as ``scheme://host[:port]/path``: no userinfo, no query (it may be shown)."""
+    try:
+        netloc = url.netloc  # httpx's netloc leaves the userinfo out
+        host = netloc.decode("ascii", "replace") if isinstance(netloc, bytes) else str(netloc)
+        return f"{url.scheme}://{host}{url.path}"
+    except Exception:  # classifying a failure must not fail; the URL is a courtesy
+        return "the provider's endpoint"
+
+
 class _Aborted:
     """Marker: the cancel event was set."""
 
@@ -210,7 +220,8 @@ class DeepSeekProvider:
         return AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=None)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(route={self._route!r}, base_url={self.base_url!r})"
+        # the endpoint without userinfo or query: either may carry a credential
+        return f"{type(self).__name__}(route={self._route!r}, endpoint={_shown(self._client.base_url)!r})"
 
     # ---- the Provider protocol ----------------------------------------------------------
 
@@ -350,13 +361,7 @@ class DeepSeekProvider:
 
     def _endpoint(self, exc: Exception) -> str:
         """The URL a failed request went to, without credentials or query (it may be logged)."""
-        try:
-            url = getattr(getattr(exc, "request", None), "url", None) or self._client.base_url
-            netloc = url.netloc
-            host = netloc.decode("ascii", "replace") if isinstance(netloc, bytes) else str(netloc)
-            return f"{url.scheme}://{host}{url.path}"
-        except Exception:  # classifying a failure must not fail; the URL is a courtesy
-            return "the provider's endpoint"
+        return _shown(getattr(getattr(exc, "request", None), "url", None) or self._client.base_url)
 
     async def _open(
         self, body: dict[str, Any], headers: dict[str, str], cancel: asyncio.Event | None, *, retry: bool
