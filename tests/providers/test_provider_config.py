@@ -6,6 +6,8 @@ the installed distribution (``harness-sessions``, not the old ``harness``)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import harness
 from harness.cli import app
 from harness.providers.deepseek import DeepSeekProvider, OpenAICompatibleProvider, ProviderConfigError
 from harness.providers.retry import RetryPolicy
+from harness.stores import JsonlBackend, SessionStore
 from harness.testing import FakeDeepSeek, Reply
 from tests.providers.helpers import API_KEY, MakeProvider, collect, options, run
 
@@ -61,6 +64,26 @@ def test_the_repr_shows_the_endpoint_without_credentials() -> None:
     for shown in (repr(provider), str(provider)):
         assert "gw.example:8443/v1" in shown
         assert "pw-secret" not in shown and "tok-secret" not in shown and API_KEY not in shown
+
+
+def test_check_sends_nothing_so_a_bad_base_url_does_not_stop_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+
+    async def create() -> str:
+        async with SessionStore(JsonlBackend(root)) as store:
+            session = await store.create(cwd=str(tmp_path))
+            session.append("session/title", {"title": "nothing to check"})
+            await store.flush(session)
+            return session.id
+
+    session_id = asyncio.run(create())
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", "localhost:8080")  # and no key: neither is used
+    args = ["--root", str(root), "check", session_id, "-w", str(tmp_path), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["blocking"] is False
 
 
 def test_run_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
