@@ -99,6 +99,23 @@ def test_a_heavy_dependency_loads_with_the_name_that_needs_it(name: str, module:
     assert module in loaded_heavy(f"from harness import {name}")
 
 
+def test_catching_a_provider_config_error_loads_no_http_client() -> None:
+    """``ProviderConfigError`` is in ``harness.errors``: ``except harness.ProviderConfigError``
+    (or importing it from the provider package) must not pull in ``openai``."""
+    assert loaded_heavy("from harness import ProviderConfigError") == []
+    assert loaded_heavy("from harness.providers import ProviderConfigError") == []
+    from harness.providers.deepseek import ProviderConfigError  # the old home still works
+
+    assert ProviderConfigError is harness.errors.ProviderConfigError is harness.ProviderConfigError
+    assert issubclass(ProviderConfigError, harness.HarnessError)
+
+
+def test_a_provider_author_finds_the_retrying_provider_protocol() -> None:
+    from harness import DeepSeekProvider, RetryingProvider
+
+    assert isinstance(DeepSeekProvider("http://127.0.0.1:9", api_key="sk-unused"), RetryingProvider)
+
+
 def test_every_name_in_all_resolves_in_a_fresh_interpreter() -> None:
     code = (
         "import harness, json\n"
@@ -146,6 +163,19 @@ def test_the_whole_error_tree_is_exported() -> None:
     }
     for error in public_errors:
         assert getattr(harness, error.__name__, None) is error, f"{error.__module__}.{error.__name__}"
+
+
+def test_every_exported_exception_is_a_harness_error() -> None:
+    """``except harness.HarnessError`` catches every refusal the library exports; ``ToolError``
+    alone is not one: a tool raises it to tell the model, and the loop turns it into a result."""
+    outside = {
+        name
+        for name in harness.__all__
+        if isinstance(value := getattr(harness, name), type)
+        and issubclass(value, BaseException)
+        and not issubclass(value, harness.HarnessError)
+    }
+    assert outside == {"ToolError"}
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

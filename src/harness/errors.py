@@ -12,6 +12,8 @@ Every error the public API raises on bad input or a refused operation is a
     ├── ForkError                 a fork refused (``.code``: INVALID_BOUNDARY, OPEN_TURN)
     ├── NoRequestHeader           a request built with no header given and none in the log
     ├── InvalidMessage            message text a model cannot be sent (not valid Unicode, an empty prompt)
+    ├── ProviderConfigError       a provider that cannot be built as configured (no API key,
+    │                             a base URL that is not http(s), a retry policy out of range)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -61,6 +63,7 @@ __all__ = [
     "LeaseLost",
     "NoRequestHeader",
     "PersistenceFailed",
+    "ProviderConfigError",
     "SessionConflict",
     "SessionExists",
     "SessionNotFound",
@@ -139,6 +142,12 @@ class InvalidMessage(HarnessError, ValueError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class ProviderConfigError(HarnessError, ValueError):
+    """A provider cannot be built as configured (for example, no API key).
+
+    It lives here, not beside the provider, so that catching it loads no HTTP client."""
 
 
 class StorageError(HarnessError):

@@ -75,9 +75,10 @@ def system_prompt(workspace: Path) -> str:
 def _provider(*, for_check: bool = False) -> Provider:
     from harness.providers.deepseek import DeepSeekProvider
 
-    if for_check and not os.environ.get("DEEPSEEK_API_KEY"):
-        # A world check reads the route and context window only; it sends nothing.
-        return DeepSeekProvider(api_key="unused-by-a-world-check")
+    if for_check:
+        # A world check reads the route and context window only; it sends nothing, so
+        # neither the key nor the endpoint ($DEEPSEEK_BASE_URL) may stop it.
+        return DeepSeekProvider(DeepSeekProvider.default_base_url, api_key="unused-by-a-world-check")
     return DeepSeekProvider()
 
 

@@ -58,6 +58,8 @@ class LivePrinter:
             if isinstance(reason, Mapping) and isinstance(reason.get("error"), Mapping):
                 error = reason["error"]
                 detail = f": {error.get('code')} {error.get('message')}"
+                if isinstance(wait := error.get("providerRetryAfterMs"), int | float):
+                    detail += f" (the provider asked for a wait of {wait / 1000:g} s)"
             style = "green" if label == "completed" else "red"
             self._line(f"[{style}]turn {data.get('turn')} ended: {escape(str(label))}{escape(detail)}[/]")
 

@@ -1,6 +1,7 @@
 """Model providers: the ``Provider`` stream protocol and the DeepSeek (OpenAI-compatible) adapter.
 
-``DeepSeekProvider`` imports the ``openai`` client, on first use only.
+``DeepSeekProvider`` imports the ``openai`` client, on first use only; ``ProviderConfigError``
+is ``harness.errors``' (catching it loads no HTTP client).
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from typing import TYPE_CHECKING
 from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from harness.providers.base import Provider
+    from harness.errors import ProviderConfigError
+    from harness.providers.base import Provider, RetryingProvider
     from harness.providers.deepseek import (
         DEEPSEEK_MODELS,
         DeepSeekProvider,
         OpenAICompatibleProvider,
-        ProviderConfigError,
     )
     from harness.providers.retry import RetryPolicy
 
@@ -26,15 +27,16 @@ __all__ = [
     "Provider",
     "ProviderConfigError",
     "RetryPolicy",
+    "RetryingProvider",
 ]
 
 _EXPORTS = {
-    "harness.providers.base": ("Provider",),
+    "harness.errors": ("ProviderConfigError",),  # catching it must not load openai
+    "harness.providers.base": ("Provider", "RetryingProvider"),
     "harness.providers.deepseek": (
         "DEEPSEEK_MODELS",
         "DeepSeekProvider",
         "OpenAICompatibleProvider",
-        "ProviderConfigError",
     ),
     "harness.providers.retry": ("RetryPolicy",),
 }

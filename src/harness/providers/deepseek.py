@@ -21,12 +21,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from importlib import metadata
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI, AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from harness.errors import HarnessError
+from harness.errors import ProviderConfigError
 from harness.events.json import loads, thaw
 from harness.messages.model import LlmFailure
 from harness.messages.request import EpochHeader, GenerateOptions
@@ -61,16 +62,39 @@ DEFAULT_EFFORT = "high"
 _T = TypeVar("_T")
 
 
-class ProviderConfigError(HarnessError, ValueError):
-    """A provider cannot be built as configured (for example, no API key)."""
+_DISTRIBUTION = "harness-sessions"  # the name it is installed under; the import name is harness
 
 
 def _user_agent() -> str:
     try:
-        version = metadata.version("harness")
+        version = metadata.version(_DISTRIBUTION)
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         version = "0"
     return f"deepseek-harness-py/{version}"
+
+
+def _checked_base_url(url: str, name: str) -> str:
+    """``url`` if it is an absolute http(s) URL, else ``ProviderConfigError`` naming ``name``.
+
+    The value itself is not echoed: a mistyped variable may hold the API key."""
+    try:
+        parts = urlsplit(url.strip())
+        _ = parts.port  # a port that is not a number raises ValueError
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ProviderConfigError(f"{name} is not an http:// or https:// URL with a host")
+    return url.strip()
+
+
+def _shown(url: Any) -> str:
+    """An ``httpx.URL`` as ``scheme://host[:port]/path``: no userinfo, no query (it may be shown)."""
+    try:
+        netloc = url.netloc  # httpx's netloc leaves the userinfo out
+        host = netloc.decode("ascii", "replace") if isinstance(netloc, bytes) else str(netloc)
+        return f"{url.scheme}://{host}{url.path}"
+    except Exception:  # classifying a failure must not fail; the URL is a courtesy
+        return "the provider's endpoint"
 
 
 class _Aborted:
@@ -183,15 +207,21 @@ class DeepSeekProvider:
         return DEEPSEEK_MODELS
 
     def _build_client(self, base_url: str | None, api_key: str | None) -> AsyncOpenAI:
-        url = base_url or os.environ.get(self.base_url_env) or self.default_base_url
+        if base_url:
+            url = _checked_base_url(base_url, "base_url")
+        elif os.environ.get(self.base_url_env):
+            url = _checked_base_url(os.environ[self.base_url_env], f"${self.base_url_env}")
+        else:
+            url = self.default_base_url
         key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         if key is None:
-            raise ProviderConfigError(f"no API key: pass api_key or set {self.api_key_env}")
+            raise ProviderConfigError(f"no API key: set ${self.api_key_env} (or pass api_key=)")
         # Our retries are the only ones (max_retries=0); the idle timeout is ours too.
         return AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=None)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(route={self._route!r}, base_url={self.base_url!r})"
+        # the endpoint without userinfo or query: either may carry a credential
+        return f"{type(self).__name__}(route={self._route!r}, endpoint={_shown(self._client.base_url)!r})"
 
     # ---- the Provider protocol ----------------------------------------------------------
 
@@ -331,13 +361,7 @@ class DeepSeekProvider:
 
     def _endpoint(self, exc: Exception) -> str:
         """The URL a failed request went to, without credentials or query (it may be logged)."""
-        try:
-            url = getattr(getattr(exc, "request", None), "url", None) or self._client.base_url
-            netloc = url.netloc
-            host = netloc.decode("ascii", "replace") if isinstance(netloc, bytes) else str(netloc)
-            return f"{url.scheme}://{host}{url.path}"
-        except Exception:  # classifying a failure must not fail; the URL is a courtesy
-            return "the provider's endpoint"
+        return _shown(getattr(getattr(exc, "request", None), "url", None) or self._client.base_url)
 
     async def _open(
         self, body: dict[str, Any], headers: dict[str, str], cancel: asyncio.Event | None, *, retry: bool

@@ -14,13 +14,19 @@ only across records with the same provider and key.
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass, field
 
+from harness.errors import ProviderConfigError
 from harness.messages.model import LlmFailure
 from harness.providers.failures import RETRYABLE
 
-__all__ = ["RetryPolicy"]
+__all__ = ["MAX_DELAY_MS", "RetryPolicy"]
+
+MAX_DELAY_MS = 2_147_483_647
+"""The longest wait a retry record may carry: dsh refuses an ``llm/retry`` whose ``delayMs``
+is above it (its timers' limit, 2^31 - 1 ms, about 24.8 days)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,27 @@ class RetryPolicy:
     max_delay_s: float = 30.0
     max_retry_after_s: float = 120.0
     codes: frozenset[str] = field(default=RETRYABLE)
+
+    def __post_init__(self) -> None:
+        """Refuse a policy whose records dsh could not read, or whose waits cannot be computed:
+        ``ProviderConfigError`` naming the field."""
+        retries = self.max_retries
+        if type(retries) is not int or not 0 <= retries <= 2**53 - 1:
+            raise ProviderConfigError(f"max_retries must be a whole number from 0, got {retries!r}")
+        for name in ("base_delay_s", "max_delay_s", "max_retry_after_s"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0 <= value * 1000 <= MAX_DELAY_MS
+            ):
+                raise ProviderConfigError(
+                    f"{name} must be a number of seconds from 0 to {MAX_DELAY_MS / 1000:g}, got {value!r}"
+                )
+        if isinstance(self.codes, str) or not all(isinstance(code, str) and code for code in self.codes):
+            shown = sorted(map(repr, self.codes))
+            raise ProviderConfigError(f"codes must be non-empty failure codes, got {shown}")
 
     @property
     def mode(self) -> str:

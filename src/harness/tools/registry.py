@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.tools.base import Tool
 from harness.tools.edit_file import EditFile
 from harness.tools.grep import Grep
@@ -27,7 +28,7 @@ __all__ = ["DuplicateTool", "ToolRegistry", "default_registry", "default_tools"]
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class DuplicateTool(ValueError):
+class DuplicateTool(HarnessError, ValueError):
     """A tool was registered under a name that is already taken."""
 
 
