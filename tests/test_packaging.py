@@ -53,7 +53,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("packaging")
     tree = base / "tree"
     tree.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, tree / name)
     shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     # unset: with it, setuptools warns that it skips byte-compiling, which says nothing of the project
@@ -90,9 +90,10 @@ def test_the_wheel_and_the_sdist_hold_the_package(dist: Path) -> None:
     assert sources <= names
     assert f"Name: {NAME}\n" in metadata and "License-Expression: MIT\n" in metadata
     assert "harness = harness.cli:main" in entry_points
+    assert f"{STEM}.dist-info/licenses/LICENSE" in names and "License-File: LICENSE\n" in metadata
     with tarfile.open(dist / "dist" / f"{STEM}.tar.gz") as sdist:
         members = {member.removeprefix(f"{STEM}/") for member in sdist.getnames()}
-    assert {"pyproject.toml", "README.md"} | {f"src/{source}" for source in sources} <= members
+    assert {"pyproject.toml", "README.md", "LICENSE"} | {f"src/{source}" for source in sources} <= members
 
 
 def test_the_wheel_installs_in_a_fresh_venv_and_runs(dist: Path) -> None:
