@@ -22,6 +22,7 @@ LAYERS = [
     "providers",
     "compaction",
     "recovery",
+    "query",
     "agent",
 ]
 TOP = {"cli", "demos", "testing"}

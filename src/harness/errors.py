@@ -14,6 +14,8 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidMessage            message text a model cannot be sent (not valid Unicode, an empty prompt)
     ├── ProviderConfigError       a provider that cannot be built as configured (no API key,
     │                             a base URL that is not http(s), a retry policy out of range)
+    ├── InvalidQuery              a query of the log that cannot be answered (a seq out of range,
+    │                             a seq that is not a model request, no header in force)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -56,6 +58,7 @@ __all__ = [
     "InvalidEventData",
     "InvalidHeader",
     "InvalidMessage",
+    "InvalidQuery",
     "InvalidRegion",
     "InvalidSeed",
     "InvalidSessionId",
@@ -148,6 +151,11 @@ class ProviderConfigError(HarnessError, ValueError):
     """A provider cannot be built as configured (for example, no API key).
 
     It lives here, not beside the provider, so that catching it loads no HTTP client."""
+
+
+class InvalidQuery(HarnessError, ValueError):
+    """A query of a session's log cannot be answered as asked: the message says why (a seq
+    outside the log, a seq where no model request was sent, no request header in force)."""
 
 
 class StorageError(HarnessError):

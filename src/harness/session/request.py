@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -23,11 +23,11 @@ from harness.events.event import Event
 from harness.events.json import FrozenDict, snapshot
 from harness.messages.model import Message, sendable, tool_result_message
 from harness.messages.request import EpochHeader, GenerateOptions
-from harness.session.session import Session
 
 __all__ = [
     "UNANSWERED_CALL_TEXT",
     "NoRequestHeader",
+    "RequestSource",
     "build_request",
     "fold_request_header",
     "sendable_messages",
@@ -40,6 +40,19 @@ UNANSWERED_CALL_TEXT = (
     "what it did, is unknown. Check before relying on or repeating its effects."
 )
 """The placeholder result a request sends for a tool call the log never answered."""
+
+
+class RequestSource(Protocol):
+    """What ``build_request`` reads: a ``Session``, or a view of one as it was at some seq
+    (``harness.query.timetravel``), so past requests are built by this same code."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def events(self) -> Sequence[Event]: ...
+
+    def derive_messages(self) -> Sequence[Message]: ...
 
 
 def fold_request_header(events: Sequence[Event]) -> EpochHeader | None:
@@ -55,7 +68,7 @@ def fold_request_header(events: Sequence[Event]) -> EpochHeader | None:
 
 
 def build_request(
-    session: Session,
+    session: RequestSource,
     header: EpochHeader | None = None,
     *,
     purpose: str | None = None,
