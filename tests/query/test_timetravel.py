@@ -110,6 +110,9 @@ def test_every_request_point_rebuilds_the_request_of_the_restored_prefix(built: 
         expected = min(sources) - 1 if sources else message.seq - 1
         assert request_before(session, message.seq) == expected
         assert expected in points
+    traveller = time_travel(session)
+    for seq in range(len(session.events)):  # the header in force, as the live fold finds it
+        assert traveller.header_at(seq) == harness.fold_request_header(session.events[: seq + 1])
     for point in points:
         restored = prefix(session, point)
         if harness.fold_request_header(restored.events) is None:
@@ -185,6 +188,19 @@ def test_the_shared_cache_does_not_keep_a_session_alive() -> None:
     del session
     gc.collect()
     assert len(timetravel._shared) == before - 1
+
+
+def test_the_view_build_request_reads_is_exactly_the_prefix() -> None:
+    session = harness.Session.create()
+    for text in "abcde":
+        session.append("user/message", harness.user_message(text), surface_op="append")
+    view = timetravel._Prefix(session.events, 3)
+    expected = session.events[:3]
+    assert len(view) == 3 and tuple(view) == expected and view[-1] is expected[-1] and view[0] is expected[0]
+    assert view[1:] == expected[1:] and view[::-1] == expected[::-1]
+    with pytest.raises(IndexError):
+        view[3]
+    assert harness.fold_request_header(view) is None
 
 
 # ---- refusals -------------------------------------------------------------------------------
@@ -384,7 +400,7 @@ REPLIES = st.sampled_from(["text", "reasoning", "tools", "parallel", "error", "o
 
 def reply_of(kind: str, index: int) -> Reply:
     if kind == "text":
-        return Reply.text(f"answer {index} " * 10, usage=usage(500 + index, 10))
+        return Reply.text(f"answer {index} " * 10, usage=usage(650 + index, 10))
     if kind == "reasoning":
         return Reply.reasoning(f"hmm {index}", f"answer {index}", usage=usage(600 + index, 12))
     if kind == "tools":
@@ -396,10 +412,10 @@ def reply_of(kind: str, index: int) -> Reply:
     return Reply.context_overflow()
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     turns=st.lists(st.lists(REPLIES, min_size=1, max_size=4), min_size=1, max_size=3),
-    window=st.sampled_from([900, 1500, 1_000_000]),
+    window=st.sampled_from([700, 1200, 1_000_000]),
     effort=st.sampled_from([None, "off", "low"]),
     new_agent_per_turn=st.booleans(),
 )
