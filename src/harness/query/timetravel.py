@@ -49,7 +49,6 @@ from harness.surface.manager import MISSING, SurfaceManager
 from harness.surface.projection import project
 
 __all__ = [
-    "InvalidQuery",
     "TimeTravel",
     "messages_at",
     "request_at",
@@ -157,7 +156,7 @@ class TimeTravel:
                     self._header_seqs.append(seq)
                     self._headers.append(header)
             self._previous_type = kind
-        self._upto = end
+            self._upto = seq + 1
 
     def _appended(self, seq: int) -> None:
         key = (seq,)  # above every earlier key: an append goes last
