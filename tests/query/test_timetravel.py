@@ -9,6 +9,7 @@ import gc
 import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
@@ -31,6 +32,9 @@ from harness.query.timetravel import (
     time_travel,
 )
 from harness.session.request import build_request
+from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.sqlite import SqliteBackend
+from harness.stores.store import SessionStore
 from harness.testing import FakeDeepSeek, RecordedRequest, Reply, usage
 from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, error_reply, text_reply
 from tests.test_properties import SETTINGS, Built, fold_key, valid_logs
@@ -298,9 +302,11 @@ def run_against_server(
     effort: str | None = None,
     temperature: float | None = None,
     new_agent_per_turn: bool = False,
+    store: SessionStore | None = None,
 ) -> tuple[harness.Session, DeepSeekProvider, list[RecordedRequest]]:
     """Run one turn per script entry through the real stack; returns the session, the
-    provider and what the server received."""
+    provider and what the server received. With a ``store`` the session is created in it and
+    made durable at every checkpoint of the loop."""
     script = [reply for turn in turns for reply in turn]
     session = harness.Session.create()
     with FakeDeepSeek(script, api_key=API_KEY) as server:
@@ -319,18 +325,25 @@ def run_against_server(
             return Agent(
                 session, provider, tools, settings, workspace=".", record_baseline=False,
                 summarizer=summary, compaction=CompactionPolicy(retain_tokens=window // 10),
-                retry_sleep=_no_sleep,
+                retry_sleep=_no_sleep, checkpoint=store.flush if store is not None else None,
             )  # fmt: skip
 
         async def go() -> None:
+            nonlocal session
+            if store is not None:  # a store lives on one event loop: this one
+                session = await store.create()
             agent = make()
             try:
                 for index in range(len(turns)):
                     if new_agent_per_turn and index:
                         agent = make()
                     await agent.run_turn(f"turn {index}: " + "please look at the files " * 20)
+                if store is not None:
+                    await store.flush(session)
             finally:
                 await provider.aclose()
+                if store is not None:
+                    await store.close()
 
         asyncio.run(go())
         received = server.requests
@@ -393,6 +406,40 @@ def test_a_real_run_with_an_overflow_compacted_by_the_model_sends_what_request_a
     assert len(compact) == 1
     assert "compaction/summary" in [event.type for event in session.events]
     assert_requests_match(session, provider, received)
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_a_session_reloaded_from_a_store_rebuilds_the_requests_that_were_sent(
+    backend: str, tmp_path: Path
+) -> None:
+    """Time travel over a loaded session (JSONL: packed text-chunks rows; an end-seed) answers as over the
+    live one: the log, not process memory, is what it reads."""
+
+    def open_store() -> SessionStore:
+        if backend == "jsonl":
+            return SessionStore(JsonlBackend(tmp_path))
+        return SessionStore(SqliteBackend(tmp_path / "sessions.db"))
+
+    turns = [
+        [tool_step("look", "grep"), Reply.text("found " * 30, usage=usage(300, 5))],
+        [Reply.error(429, retry_after=0), Reply.reasoning("think " * 10, "ok", usage=usage(1000, 9))],
+        [Reply.text("three", usage=usage(1000, 5))],
+    ]
+    live, provider, received = run_against_server(turns, window=1200, store=open_store())
+
+    async def load() -> harness.Session:
+        store = open_store()
+        try:
+            return await store.load(live.id)
+        finally:
+            await store.close()
+
+    loaded = asyncio.run(load())
+    assert "compaction/summary" in [event.type for event in loaded.events]
+    assert [event.to_json() for event in loaded.events][: len(live.events)] == [
+        event.to_json() for event in live.events
+    ]
+    assert_requests_match(loaded, provider, received)
 
 
 REPLIES = st.sampled_from(["text", "reasoning", "tools", "parallel", "error", "overflow"])
