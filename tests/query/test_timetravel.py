@@ -183,6 +183,29 @@ def test_the_shared_traveller_follows_the_session_and_its_memo_never_goes_stale(
     assert [m.text for m in messages_at(session, c.seq)] == ["ab", "c"]
 
 
+def test_evicted_generations_are_recomputed_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a memo budget of a few slots every other query evicts; answers do not change."""
+    session = harness.Session.create()
+    for index in range(12):
+        a = session.append("user/message", harness.user_message(f"a{index}"), surface_op="append")
+        session.append("user/message", harness.user_message(f"b{index}"), surface_op="append")
+        if index % 2:
+            replace = harness.Replace(a.seq, a.seq + 1)
+            sources = [a.seq, a.seq + 1]
+            message = harness.user_message(f"r{index}")
+            session.append("user/message", message, surface_op=replace, source_event_seqs=sources)
+    expected = [raws(prefix(session, seq).derive_messages()) for seq in range(len(session.events))]
+    monkeypatch.setattr(timetravel, "_MEMO_BUDGET", 6)
+    traveller = TimeTravel(session)
+    order = random.Random(5)
+    for _ in range(3):
+        seqs = list(range(len(session.events)))
+        order.shuffle(seqs)
+        for seq in seqs:
+            assert raws(traveller.messages_at(seq)) == expected[seq]
+        assert len(traveller._generations) <= 2
+
+
 def test_the_shared_cache_does_not_keep_a_session_alive() -> None:
     session = harness.Session.create()
     session.append("user/message", harness.user_message("a"), surface_op="append")

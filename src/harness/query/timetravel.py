@@ -23,8 +23,9 @@ are folded by the next query; the store is never read). For every node the Surfa
 it keeps when it entered, which replace shadowed it, and a key that sorts nodes in model
 order (an append sorts last; a replacement takes the place of the first node it shadows). The
 nodes right after replace number ``g`` are one filtered pass over those records, memoised per
-replace generation (a small LRU); the Surface at any seq of generation ``g`` is that list plus
-the seqs appended since, found by bisection. Messages are projected once per node and shared.
+replace generation (least recently used first out, past about two million slots); the Surface
+at any seq of generation ``g`` is that list plus the seqs appended since, found by bisection.
+Messages are projected once per node and shared.
 ``bench/query_timetravel.py`` measures it against ``derive_messages``.
 
 The module-level functions share one ``TimeTravel`` per live session (held weakly).
@@ -36,6 +37,7 @@ import weakref
 from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Final, overload
 
 from harness.errors import InvalidQuery
@@ -45,7 +47,7 @@ from harness.messages.request import EpochHeader, GenerateOptions
 from harness.session.request import build_request, fold_request_header
 from harness.session.session import Session
 from harness.surface.fold import Replacement, SurfaceFold
-from harness.surface.manager import MISSING, SurfaceManager
+from harness.surface.manager import MISSING, SurfaceManager, Transition
 from harness.surface.projection import project
 
 __all__ = [
@@ -58,8 +60,11 @@ __all__ = [
     "time_travel",
 ]
 
-_GENERATIONS_KEPT: Final = 16
-"""How many generations' node lists stay memoised (an LRU): queries cluster in time."""
+_MEMO_BUDGET: Final = 1 << 21
+"""How many slots (nodes and messages) the memoised generations may hold together: about
+16 MB of references; the least recently used generations go first beyond that."""
+
+_new_transition = tuple.__new__  # a Transition without the NamedTuple constructor's overhead
 
 _ALIVE: Final = 1 << 62
 """The death seq of a node no replace has shadowed (above any seq)."""
@@ -82,6 +87,7 @@ class TimeTravel:
     __slots__ = (
         "_appends",
         "_death",
+        "_deaths",
         "_events",
         "_generations",
         "_header_seqs",
@@ -90,6 +96,7 @@ class TimeTravel:
         "_key_of",
         "_keys",
         "_manager",
+        "_memo_size",
         "_messages",
         "_order",
         "_points",
@@ -111,6 +118,7 @@ class TimeTravel:
         self._order: list[int] = []  # the node seq of each key
         self._key_of: dict[int, tuple[int, ...]] = {}
         self._death: dict[int, int] = {}  # node seq -> seq of the replace that shadowed it
+        self._deaths: list[int] | None = []  # the death of each node of _order (None: stale)
         self._appends: list[int] = []  # seqs appended to the Surface, ascending
         self._replacements: list[Replacement] = []
         self._replace_seqs: list[int] = []
@@ -118,6 +126,7 @@ class TimeTravel:
         self._headers: list[EpochHeader] = []
         self._points: list[int] = []
         self._generations: OrderedDict[int, _Generation] = OrderedDict()
+        self._memo_size = 0
         self._messages: dict[int, Message | None] = {}
 
     def __repr__(self) -> str:
@@ -131,32 +140,45 @@ class TimeTravel:
         if self._upto == end:
             return
         manager = self._manager
-        for seq in range(self._upto, end):
-            event = events[seq]
+        check = manager.check
+        apply = manager.apply
+        previous = self._previous_type
+        for event in islice(iter(events), self._upto, end):
             kind = event.type
+            seq = event.seq
             op = event.surface_op
             if op is None:
-                transition = manager.check(kind, seq, MISSING, MISSING, None)
+                # Neither a Surface event nor carrying Surface fields (the log was validated
+                # when it was written): the rules leave the Surface as it is, as the fast path
+                # of Session.append does.
+                apply(_new_transition(Transition, (seq, None, None, -1, -1)))
+                if kind == "assistant/chunk":
+                    if previous != "assistant/chunk" and seq:  # an attempt's first chunk
+                        self._point(seq - 1)
+                elif kind == "request/context":
+                    self._point(seq)
+                elif kind == "request/header":
+                    header = fold_request_header((event,))
+                    if header is not None:
+                        self._header_seqs.append(seq)
+                        self._headers.append(header)
             else:
-                # The log was validated when it was written; ``data`` only matters to the
-                # tool-result rewrite rule, so other events are not decoded for it.
+                # ``data`` only matters to the tool-result rewrite rule: other events are not
+                # decoded for it.
                 sources = event.source_event_seqs
                 data = event.data if kind == "tool/result" and op != "append" else None
-                transition = manager.check(kind, seq, op, MISSING if sources is None else sources, data)
-            if transition.start_pos >= 0:
-                shadowed = manager.nodes[transition.start_pos : transition.end_pos + 1]
-                self._replaced(event, shadowed)
-            elif op is not None:
-                self._appended(seq)
-            manager.apply(transition)
-            self._note_request_point(event)
-            if kind == "request/header":
-                header = fold_request_header((event,))
-                if header is not None:
-                    self._header_seqs.append(seq)
-                    self._headers.append(header)
-            self._previous_type = kind
+                transition = check(kind, seq, op, MISSING if sources is None else sources, data)
+                if transition.start_pos >= 0:
+                    shadowed = manager.nodes[transition.start_pos : transition.end_pos + 1]
+                    self._replaced(event, shadowed)
+                else:
+                    self._appended(seq)
+                apply(transition)
+                if kind == "assistant/message" and sources == () and seq:  # a known-empty stream
+                    self._point(seq - 1)
+            previous = kind
             self._upto = seq + 1
+        self._previous_type = previous
 
     def _appended(self, seq: int) -> None:
         key = (seq,)  # above every earlier key: an append goes last
@@ -164,6 +186,8 @@ class TimeTravel:
         self._order.append(seq)
         self._key_of[seq] = key
         self._appends.append(seq)
+        if self._deaths is not None:
+            self._deaths.append(_ALIVE)
 
     def _replaced(self, event: Event, shadowed: Sequence[int]) -> None:
         seq = event.seq
@@ -180,19 +204,12 @@ class TimeTravel:
         self._key_of[seq] = key
         for node in shadowed:
             self._death[node] = seq
+        self._deaths = None
 
-    def _note_request_point(self, event: Event) -> None:
-        kind = event.type
-        point = -1
-        if kind == "request/context":
-            point = event.seq
-        elif kind == "assistant/chunk":  # the first chunk of an attempt
-            if self._previous_type != "assistant/chunk":
-                point = event.seq - 1
-        elif kind == "assistant/message" and event.source_event_seqs == ():  # a known-empty stream
-            point = event.seq - 1
-        if point >= 0 and (not self._points or self._points[-1] < point):
-            self._points.append(point)
+    def _point(self, point: int) -> None:
+        points = self._points
+        if not points or points[-1] < point:
+            points.append(point)
 
     # ---- queries ------------------------------------------------------------------------
 
@@ -216,12 +233,18 @@ class TimeTravel:
             nodes: tuple[int, ...] = ()
         else:
             at = self._replace_seqs[generation - 1]
-            death = self._death
-            nodes = tuple(node for node in self._order if node <= at and death.get(node, _ALIVE) > at)
+            deaths = self._deaths
+            if deaths is None:
+                death = self._death
+                deaths = self._deaths = [death.get(node, _ALIVE) for node in self._order]
+            nodes = tuple([node for node, died in zip(self._order, deaths, strict=True) if node <= at < died])
         memo = _Generation(nodes)
-        self._generations[generation] = memo
-        if len(self._generations) > _GENERATIONS_KEPT:
-            self._generations.popitem(last=False)
+        generations = self._generations
+        generations[generation] = memo
+        self._memo_size += 2 * len(nodes)  # the nodes, and their messages once asked for
+        while self._memo_size > _MEMO_BUDGET and len(generations) > 1:
+            _, dropped = generations.popitem(last=False)
+            self._memo_size -= 2 * len(dropped.nodes)
         return memo
 
     def _split(self, seq: int) -> tuple[int, _Generation, list[int]]:
