@@ -18,11 +18,11 @@ LAYERS = [
     "surface",
     "session",
     "stores",
+    "query",  # beside compaction and recovery: reads the log and the store, below the agent
     "tools",
     "providers",
     "compaction",
     "recovery",
-    "query",
     "agent",
 ]
 TOP = {"cli", "demos", "testing"}

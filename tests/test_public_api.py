@@ -30,6 +30,7 @@ SUBPACKAGES = (
     "harness.providers",
     "harness.compaction",
     "harness.recovery",
+    "harness.query",
     "harness.agent",
 )
 # the applications and test aids, not the library: not aggregated into harness

@@ -5,8 +5,8 @@ model-visible Surface folded from it. See ``docs/architecture.md``.
 
 Every public name is importable from here (``from harness import SessionStore``): the
 core (events, messages, surface, session) and the errors of ``harness.errors`` are
-imported with the package; the names of storage, tools, providers, compaction, recovery
-and the agent loop on first use, so ``import harness`` loads none of ``psycopg``,
+imported with the package; the names of storage, tools, providers, compaction, recovery,
+the queries and the agent loop on first use, so ``import harness`` loads none of ``psycopg``,
 ``openai``, ``zstandard``, ``rich`` or ``typer``. Each subpackage exports its own names
 too (``harness.stores.SessionStore``), and ``harness.__all__`` is the union of theirs: a
 name added to a subpackage's ``__all__`` is a name of ``harness``.
@@ -23,6 +23,7 @@ import harness.errors as _errors
 import harness.events as _events
 import harness.messages as _messages
 import harness.providers as _providers
+import harness.query as _query
 import harness.recovery as _recovery
 import harness.session as _session
 import harness.stores as _stores
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read for the names that load on
     from harness.agent import *  # noqa: F403
     from harness.compaction import *  # noqa: F403
     from harness.providers import *  # noqa: F403
+    from harness.query import *  # noqa: F403
     from harness.recovery import *  # noqa: F403
     from harness.stores import *  # noqa: F403
     from harness.tools import *  # noqa: F403
@@ -54,14 +56,15 @@ __all__ += _surface.__all__
 __all__ += _agent.__all__
 __all__ += _compaction.__all__
 __all__ += _providers.__all__
+__all__ += _query.__all__
 __all__ += _recovery.__all__
 __all__ += _stores.__all__
 __all__ += _tools.__all__
 
-_LAZY_PACKAGES = (_agent, _compaction, _providers, _recovery, _stores, _tools)
+_LAZY_PACKAGES = (_agent, _compaction, _providers, _query, _recovery, _stores, _tools)
 
 if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
-    __all__ = list(dict.fromkeys(__all__))  # compaction re-exports its errors
+    __all__ = list(dict.fromkeys(__all__))  # compaction and query re-export their errors
     __getattr__, __dir__ = lazy_exports(
         __name__, globals(), {package.__name__: package.__all__ for package in _LAZY_PACKAGES}
     )

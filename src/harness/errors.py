@@ -14,8 +14,10 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidMessage            message text a model cannot be sent (not valid Unicode, an empty prompt)
     ├── ProviderConfigError       a provider that cannot be built as configured (no API key,
     │                             a base URL that is not http(s), a retry policy out of range)
-    ├── InvalidQuery              a query of the log that cannot be answered (a seq out of range,
-    │                             a seq that is not a model request, no header in force)
+    ├── QueryError                a question about a log that cannot be answered as asked
+    │   ├── InvalidQuery          a filter, range, limit, cursor or window out of bounds, a seq
+    │   │                         that is not a model request, no header in force (ValueError)
+    │   └── EventNotFound         no event of the session has that seq (LookupError)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -52,6 +54,7 @@ __all__ = [
     "CompactionError",
     "CompactionPersistenceFailed",
     "CorruptSession",
+    "EventNotFound",
     "ForkError",
     "HarnessError",
     "InvalidEvent",
@@ -67,6 +70,7 @@ __all__ = [
     "NoRequestHeader",
     "PersistenceFailed",
     "ProviderConfigError",
+    "QueryError",
     "SessionConflict",
     "SessionExists",
     "SessionNotFound",
@@ -153,9 +157,26 @@ class ProviderConfigError(HarnessError, ValueError):
     It lives here, not beside the provider, so that catching it loads no HTTP client."""
 
 
-class InvalidQuery(HarnessError, ValueError):
-    """A query of a session's log cannot be answered as asked: the message says why (a seq
-    outside the log, a seq where no model request was sent, no request header in force)."""
+class QueryError(HarnessError):
+    """A question about a session's log (``harness.query``) that cannot be answered as asked."""
+
+
+class InvalidQuery(QueryError, ValueError):
+    """A query refused: a reversed range, an unknown classification, blank text, a limit or
+    window size out of bounds, a cursor that does not belong to the query; in time travel, a
+    seq outside the log, a seq where no model request was sent, no request header in force.
+    The message says which clause or value was at fault."""
+
+
+class EventNotFound(QueryError, LookupError):
+    """No event of the session has this seq. ``seq`` is the one asked for, ``length`` the
+    number of events the log holds."""
+
+    def __init__(self, seq: object, length: int) -> None:
+        held = f"the log holds seqs 0..{length - 1}" if length else "the log is empty"
+        super().__init__(f"no event has seq {seq!r}: {held}")
+        self.seq = seq
+        self.length = length
 
 
 class StorageError(HarnessError):
