@@ -241,4 +241,3 @@ def filter_events(
         if limit is not None and len(out) >= limit:
             break
     return out
-
