@@ -18,7 +18,7 @@ lists (a session whose header cannot be read counts as absent) and calls ``linea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
@@ -45,15 +45,18 @@ class LineageNode(msgspec.Struct, frozen=True):
     id: str
     children: tuple[LineageNode, ...] = ()
 
+    def walk(self, parent: str | None = None) -> Iterator[tuple[LineageNode, str | None, int]]:
+        """``(node, its parent's id, depth)`` for this node (depth 0, parent ``parent``) and
+        every descendant, depth first, without recursion (a fork chain may be very deep)."""
+        stack: list[tuple[LineageNode, str | None, int]] = [(self, parent, 0)]
+        while stack:
+            node, up, depth = stack.pop()
+            yield node, up, depth
+            stack.extend((child, node.id, depth + 1) for child in reversed(node.children))
+
     def ids(self) -> list[str]:
         """This node's id and every descendant's, depth first."""
-        out = [self.id]
-        for child in self.children:
-            out.extend(child.ids())
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "children": [child.to_json() for child in self.children]}
+        return [node.id for node, _, _ in self.walk()]
 
 
 class Lineage(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +81,8 @@ class Lineage(msgspec.Struct, frozen=True, kw_only=True):
         return [sid for node in self.descendants for sid in node.ids()]
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``descendants`` is flat (depth first, each with its parent and
+        its depth below the target, from 1), so no reader has to recurse."""
         return {
             "target": self.target,
             "ancestors": list(self.ancestors),
@@ -85,7 +90,11 @@ class Lineage(msgspec.Struct, frozen=True, kw_only=True):
             "root": self.root,
             "missingParent": self.missing_parent,
             "cycle": list(self.cycle),
-            "descendants": [node.to_json() for node in self.descendants],
+            "descendants": [
+                {"id": node.id, "parent": up, "depth": depth + 1}
+                for top in self.descendants
+                for node, up, depth in top.walk(self.target)
+            ],
         }
 
 
