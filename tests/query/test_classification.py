@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import harness
+from harness.events.event import Event, Replace
 from harness.events.vocabulary import SURFACE_TYPES
 from harness.query import EventNotFound, QueryIndex, classify, index_of
 from harness.surface import fold_surface
@@ -149,3 +150,23 @@ def test_an_empty_log_has_an_empty_index() -> None:
     assert len(index) == 0 and index.classifications() == () and index.brackets == ()
     with pytest.raises(EventNotFound, match="the log is empty"):
         index.record(0)
+
+
+def test_an_index_refuses_a_log_that_breaks_a_surface_rule() -> None:
+    """The fold reads a tool/result replacement's data (it must change only the inner content)
+    even though it no longer decodes the data of any other event."""
+    builder = Builder().open("go")
+    _, ids = builder.calls_message([("run_shell", "{}")])
+    original = builder.result(ids[0], "run_shell", "long output")
+    events = list(builder.session.events)
+    data = original.data
+    changed = {**data, "turn": 99}  # more than the content changed
+    forged = Event.create(
+        "tool/result", len(events), 0, changed, Replace(original.seq, original.seq), (original.seq,)
+    )
+    with pytest.raises(harness.SurfaceRuleError, match="may change only content"):
+        QueryIndex([*events, forged])
+    fine = Event.create(
+        "tool/result", len(events), 0, data, Replace(original.seq, original.seq), (original.seq,)
+    )
+    assert QueryIndex([*events, fine]).classification(original.seq) == "shadowed"

@@ -234,12 +234,16 @@ class SurfaceManager:
 
         Returns the transition ``apply`` would commit; raises ``SurfaceRuleError``.
         """
+        op = event.surface_op
+        kind = event.type
+        # only a tool/result replace reads the data: decoding every event's data would double a fold
+        data = event.data if kind == "tool/result" and isinstance(op, Replace) else None
         return self.check(
-            event.type,
+            kind,
             event.seq,
-            MISSING if event.surface_op is None else event.surface_op,
+            MISSING if op is None else op,
             MISSING if event.source_event_seqs is None else event.source_event_seqs,
-            event.data,
+            data,
         )
 
     def advance(self, event: Event) -> Transition:
