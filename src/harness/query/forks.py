@@ -175,8 +175,8 @@ def lineage(headers: Iterable[_Headed], session_id: str) -> Lineage:
 
 async def store_lineage(store: SessionStore, session_id: str) -> Lineage:
     """``lineage`` over the headers of every session ``store`` lists. Each header is read with
-    the backend's ``read`` (a JSONL root reads just the header line; other backends may read
-    the whole log); a session that cannot be read counts as absent."""
+    the backend's ``read`` (a JSONL root decodes just the header line; other backends read the
+    whole log); a session that cannot be read counts as absent."""
     headers = []
     for info in await store.list():
         if info.problem is not None:
