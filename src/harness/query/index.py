@@ -44,8 +44,6 @@ from harness.surface.fold import Replacement, SurfaceFold, fold_surface
 
 __all__ = ["QueryIndex", "QuerySource", "classify", "index_of"]
 
-QuerySource: TypeAlias = "Session | QueryIndex | Sequence[Event]"
-"""What a query reads: a session, an index already built, or a whole log (seqs from 0)."""
 
 _LOG_ONLY, _CURRENT, _SHADOWED = 0, 1, 2
 _NAMES: Final[tuple[Classification, ...]] = (LOG_ONLY, CURRENT, SHADOWED)  # by code
@@ -402,6 +400,9 @@ class QueryIndex:
             value = self._extra[name] = build(self)
         return value
 
+
+QuerySource: TypeAlias = Session | QueryIndex | Sequence[Event]
+"""What a query reads: a session, an index already built, or a whole log (seqs from 0)."""
 
 _CACHE: weakref.WeakKeyDictionary[Session, QueryIndex] = weakref.WeakKeyDictionary()
 
