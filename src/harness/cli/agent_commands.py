@@ -194,13 +194,16 @@ def _is_closer(event: Event) -> bool:
 
 
 # Options several commands share (one definition each).
-ModelOption = Annotated[str, typer.Option("--model", envvar="HARNESS_MODEL", help="Model id.")]
+ModelOption = Annotated[str, typer.Option("--model", envvar="HARNESS_MODEL", metavar="ID", help="Model id.")]
 EffortOption = Annotated[
     str | None,
-    typer.Option("--effort", envvar="HARNESS_EFFORT", help="Reasoning effort: off, low, high or max."),
+    typer.Option(
+        "--effort", envvar="HARNESS_EFFORT", metavar="LEVEL",
+        help="Reasoning effort: off, low, high or max."
+    ),
 ]
 WorkspaceOption = Annotated[
-    str | None, typer.Option("--workspace", "-w", help="Workspace root (default: cwd).")
+    str | None, typer.Option("--workspace", "-w", metavar="DIR", help="Workspace root (default: cwd).")
 ]
 
 
@@ -211,7 +214,9 @@ def _session_id(value: str | None) -> str | None:
 
 
 SessionOption = Annotated[
-    str | None, typer.Option("--session", help="Continue this stored session.", callback=_session_id)
+    str | None, typer.Option(
+        "--session", metavar="ID", help="Continue this stored session.", callback=_session_id
+    )
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-changing tool call.")]
 
@@ -220,7 +225,9 @@ YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-
 )
 def run(
     ctx: typer.Context,
-    task: str = typer.Argument(..., help="What the agent should do ('-' reads it from stdin)."),
+    task: str = typer.Argument(
+        ..., metavar="TASK", help="What the agent should do ('-' reads it from stdin)."
+    ),
     model: ModelOption = DEFAULT_MODEL,
     effort: EffortOption = None,
     workspace: WorkspaceOption = None,
@@ -270,14 +277,16 @@ async def _world_check(
 
 
 @app.command(
-    help="Load a session (committing its crash repair), check the world against the log, then "
-    "continue with one turn. Blocking findings stop here unless confirmed (or --yes). "
+    help="Load a session, check the world against its log, and continue with one turn.\n\n"
+    "The load commits its crash repair. Blocking findings stop here unless confirmed (or --yes). "
     "With --json, one JSON document: the repair, the check and the outcome.\n\n" + EXIT_CODES_HELP
 )
 def resume(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
-    prompt: str = typer.Argument(RESUME_PROMPT, help="The message that continues the session."),
+    prompt: str = typer.Argument(
+        RESUME_PROMPT, metavar="PROMPT", help="The message that continues the session."
+    ),
     model: ModelOption = DEFAULT_MODEL,
     effort: EffortOption = None,
     workspace: WorkspaceOption = None,
@@ -353,12 +362,15 @@ async def _confirm_blocking(console: Console) -> bool:
 def check(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
-    model: str | None = typer.Option(None, "--model", envvar="HARNESS_MODEL", help="Model id to compare."),
+    model: str | None = typer.Option(
+        None, "--model", envvar="HARNESS_MODEL", metavar="ID", help="Model id to compare."
+    ),
     workspace: WorkspaceOption = None,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Check the outside world against a stored session (writes nothing). Exit 0 when nothing
-    blocks, 1 when a finding blocks."""
+    """Check the outside world against a stored session; writes nothing.
+
+    Exit 0 when nothing blocks, 1 when a finding blocks."""
     from harness.recovery import check_world
 
     async def main() -> Any:
@@ -392,8 +404,9 @@ def chat(
     session_id: SessionOption = None,
     yes: YesOption = False,
 ) -> None:
-    """Talk with the agent. /help lists the commands; /exit (or Ctrl-D) leaves; Ctrl-C
-    cancels a running turn, and leaves at the prompt."""
+    """Talk with the agent in a terminal; /help lists the chat commands.
+
+    /exit (or Ctrl-D) leaves; Ctrl-C cancels a running turn, and leaves at the prompt."""
     root = _workspace(workspace)
     console = Console()
 
@@ -489,7 +502,9 @@ async def _chat_compact(
 def export(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
-    format: str = typer.Option("markdown", "--format", help="markdown or openai (chat-completions JSON)."),
+    format: str = typer.Option(
+        "markdown", "--format", metavar="FORMAT", help="markdown or openai (chat-completions JSON)."
+    ),
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON document: session, format, message count and the export."
     ),

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from harness.cli.help import HarnessGroup
 from harness.cli.progress import loading_bar
 from harness.errors import HarnessError, SessionNotFound, StorageError, UnsupportedFormat
 from harness.events.event import Event
@@ -28,6 +29,7 @@ from harness.stores.store import SessionStore, restore_stored
 
 app = typer.Typer(
     name="harness",
+    cls=HarnessGroup,
     help="Durable, auditable sessions for LLM agents.",
     no_args_is_help=True,
     add_completion=False,
@@ -146,17 +148,20 @@ def _print_version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     store_root: str = typer.Option(
-        DEFAULT_ROOT, "--root", envvar="HARNESS_ROOT", help="JSONL session root (format v0 layout)."
+        DEFAULT_ROOT, "--root", envvar="HARNESS_ROOT", metavar="DIR",
+        help="JSONL session root (format v0 layout)."
     ),
     compression: str = typer.Option(
         "zstd",
         "--compression",
         envvar="HARNESS_COMPRESSION",
+        metavar="zstd|none",
         help="JSONL encoding: zstd or none (default: what the root's logs use; zstd for a new root).",
         show_default=False,
     ),
     sqlite: str | None = typer.Option(
-        None, "--sqlite", envvar="HARNESS_SQLITE", help="Use this SQLite file instead of a JSONL root."
+        None, "--sqlite", envvar="HARNESS_SQLITE", metavar="FILE",
+        help="Use this SQLite file instead of a JSONL root."
     ),
     db: str | None = typer.Option(
         None,
@@ -166,7 +171,11 @@ def root(
         help="Use this PostgreSQL database (postgresql://…) instead of a JSONL root or SQLite file.",
     ),
     db_schema: str = typer.Option(
-        "harness", "--db-schema", envvar="HARNESS_DATABASE_SCHEMA", help="PostgreSQL schema of the sessions."
+        "harness",
+        "--db-schema",
+        envvar="HARNESS_DATABASE_SCHEMA",
+        metavar="NAME",
+        help="PostgreSQL schema of the sessions."
     ),
     store: str | None = typer.Option(
         None,
@@ -222,8 +231,10 @@ def demo(
         False, "--engine", help="Show the Session engine alone: log, Surface, restore, crash repair."
     ),
 ) -> None:
-    """Offline: a scripted model drives an agent, the agent is killed mid-tool, resumed after a
-    world check, and the stored log is shown beside its Surface."""
+    """Offline demo: an agent is killed mid-tool, checked, resumed and its log shown.
+
+    A scripted model drives the agent; it is killed in the middle of a tool call, resumed
+    after a world check, and the stored log is shown beside its Surface."""
     from harness.demos.engine import DemoCheckFailed, run_demo
 
     if engine:
@@ -239,8 +250,10 @@ def demo(
 
 @app.command()
 def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List stored sessions, latest activity first: id, last activity, events, title, cwd.
-    A session that cannot be loaded (a damaged header) is listed with the reason."""
+    """List stored sessions, latest activity first; damaged ones with the reason.
+
+    Each session shows its id, last activity, events, title and cwd. A session that cannot
+    be loaded (a damaged header) is listed with the reason."""
     from harness.cli.render import plural, sessions_table
 
     infos = _with_store(ctx, lambda store: store.list())
@@ -276,6 +289,9 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
         )
 
 
+_ID_OR_PATH = "A stored session's id, or a session log file (read as verify reads it)."
+
+
 def _inspect(ctx: typer.Context, session_id: str) -> Session:
     """The session as ``inspect`` restores it, with a progress bar on stderr while it loads.
 
@@ -295,11 +311,11 @@ def _inspect(ctx: typer.Context, session_id: str) -> Session:
 @app.command()
 def log(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., metavar="ID|PATH"),
+    session_id: str = typer.Argument(..., metavar="ID|PATH", help=_ID_OR_PATH),
     types: list[str] = typer.Option(
-        [], "--type", help="Only these event types (repeatable; a prefix ends in /)."
+        [], "--type", metavar="TYPE", help="Only these event types (repeatable; a prefix ends in /)."
     ),
-    since: int = typer.Option(0, "--since", help="Only events with seq ≥ this."),
+    since: int = typer.Option(0, "--since", metavar="SEQ", help="Only events with seq ≥ this."),
     as_json: bool = typer.Option(False, "--json", help="Print the events as JSON lines (wire form)."),
 ) -> None:
     """The Event Log of a session (what a load would see, closers included)."""
@@ -325,7 +341,7 @@ def log(
 @app.command()
 def surface(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., metavar="ID|PATH"),
+    session_id: str = typer.Argument(..., metavar="ID|PATH", help=_ID_OR_PATH),
     as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
 ) -> None:
     """The model history a session derives from its Surface."""
@@ -388,8 +404,9 @@ def verify(
     target: str = typer.Argument(..., metavar="PATH|ID"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Validate a session file or a stored session: exit 0 valid (a torn tail is a warning),
-    1 invalid (the first problem is printed), 2 unreadable."""
+    """Validate a session file or a stored session (exit 0 valid, 1 invalid, 2 unreadable).
+
+    A torn tail is a warning (exit 0); for an invalid log the first problem is printed."""
     from harness.cli.render import plural
 
     if os.path.isfile(target):

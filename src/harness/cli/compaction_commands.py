@@ -60,16 +60,20 @@ def compact(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     summarizer: str = typer.Option(
-        "auto", "--summarizer", help="auto (the model when a key is set, else extractive), llm, extractive."
+        "auto", "--summarizer", metavar="KIND",
+        help="auto (the model when a key is set, else extractive), llm, extractive."
     ),
-    model: str | None = typer.Option(None, "--model", envvar="HARNESS_MODEL", help="Summary model id."),
+    model: str | None = typer.Option(
+        None, "--model", envvar="HARNESS_MODEL", metavar="ID", help="Summary model id."
+    ),
     fallback: bool = typer.Option(
         False, "--fallback", help="If the model summary fails, use the extractive one without asking."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Compact a stored session now (only between turns): one checkpoint message replaces the
-    head of its Surface; the log keeps every event."""
+    """Compact a stored session now (between turns); the log keeps every event.
+
+    One checkpoint message replaces the head of its Surface."""
     if summarizer not in ("auto", "llm", "extractive"):
         _fail(f"--summarizer must be auto, llm or extractive, not {summarizer!r}", 2)
     console = Console(stderr=as_json)
@@ -132,15 +136,19 @@ def eval_compaction(
     ctx: typer.Context,
     session_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Stored sessions to evaluate."),
     probes: list[str] = typer.Option(
-        [], "--probe", help="KIND:TEXT to keep recoverable (constraint, task, path, tool-result)."
+        [], "--probe", metavar="KIND:TEXT",
+        help="KIND:TEXT to keep recoverable (constraint, task, path, tool-result)."
     ),
-    generated: int = typer.Option(6, "--generated", min=0, help="Synthetic sessions (when no ID is given)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the synthetic sessions."),
+    generated: int = typer.Option(
+        6, "--generated", min=0, metavar="N", help="Synthetic sessions (when no ID is given)."
+    ),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the synthetic sessions."),
     with_llm: bool = typer.Option(False, "--llm", help="Also evaluate the model summarizer (needs a key)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Compact copies of sessions and report, per probe and per summarizer, whether the Surface
-    still carries each fact. Without IDs: generated sessions with planted probes."""
+    """Report whether compacted copies of sessions still carry each probed fact.
+
+    Per probe and per summarizer; without IDs, generated sessions with planted probes."""
     parsed = [_probe(index, text) for index, text in enumerate(probes)]
     if session_ids and not parsed:
         _fail("give at least one --probe KIND:TEXT for stored sessions", 2)
