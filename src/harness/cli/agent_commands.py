@@ -13,6 +13,8 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +29,7 @@ from harness.cli.live import LivePrinter
 from harness.cli.outcome import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     Denial,
     denials,
@@ -239,6 +242,7 @@ def run(
     task = _prompt_argument(task, "the task")
     root = _workspace(workspace)
     console = Console(stderr=as_json)
+    started: list[Session] = []  # for the line a second Ctrl-C prints
 
     async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         store = SessionStore(_options(ctx).backend())
@@ -247,6 +251,7 @@ def run(
                 session = await store.load(session_id)
             else:
                 session = await store.create(cwd=str(root))
+            started.append(session)
             start = len(session.events)
             approver = _approver(yes, False, console)
             outcome = await _run_turns(
@@ -263,9 +268,20 @@ def run(
         finally:
             await store.close()
 
-    with _errors():
+    with _errors(), _stopped_at_once(started, console):
         session, outcome, denied = asyncio.run(main())
     finish(session, outcome, denied, as_json, console)
+
+
+@contextmanager
+def _stopped_at_once(started: list[Session], console: Console) -> Iterator[None]:
+    """A second Ctrl-C stops the turn at once (it is still closed in the log): exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if started:
+            console.print(f"[dim]stopped · session {escape(started[0].id)}[/]", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 async def _world_check(
@@ -299,6 +315,7 @@ def resume(
     prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
+    started: list[Session] = []
 
     async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         from harness.recovery import record_report
@@ -306,6 +323,7 @@ def resume(
         store = SessionStore(_options(ctx).backend())
         try:
             session = await store.load(session_id)
+            started.append(session)
             root = _workspace(workspace or session.header.cwd)
             found["repaired"] = _repair_note(session, console)
             provider, tools = _provider(), _tools()
@@ -341,7 +359,7 @@ def resume(
         finally:
             await store.close()
 
-    with _errors():
+    with _errors(), _stopped_at_once(started, console):
         session, outcome, denied = asyncio.run(main())
     if found.get("stopped"):
         console.print("[red]stopped: the world check found blocking problems (use --yes to go on)[/]")

@@ -22,6 +22,7 @@ __all__ = [
     "EXIT_DENIED",
     "EXIT_DONE",
     "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "Denial",
     "denial_note",
@@ -34,7 +35,7 @@ __all__ = [
 EXIT_DONE = 0
 """The turn completed, and every world-changing call it asked for was allowed."""
 EXIT_FAILED = 1
-"""The turn ended with an error or was interrupted, or the store or session refused."""
+"""The turn ended with an error (or a crash left it interrupted), or the store or session refused."""
 EXIT_USAGE = 2
 """A bad option or argument, or a file that cannot be read."""
 EXIT_BLOCKED = 3
@@ -42,11 +43,15 @@ EXIT_BLOCKED = 3
 EXIT_DENIED = 4
 """The turn ended, but a world-changing tool call was denied (no ``--yes`` in a headless
 run, or "no" at the prompt): the task may be left undone."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: the turn was cancelled (it ends ``aborted`` in the log, during a model request,
+a retry wait or a tool) or stopped at once by a second Ctrl-C; 128 + SIGINT, as a shell
+reports it and as ``chat`` exits."""
 
 EXIT_CODES_HELP = (
-    "Exit codes: 0 done; 1 failed (the turn ended with an error or was interrupted); "
+    "Exit codes: 0 done; 1 failed (the turn ended with an error); "
     "2 usage; 3 resume stopped at blocking findings; 4 a world-changing tool call was denied "
-    "(rerun with --yes to allow them)."
+    "(rerun with --yes to allow them); 130 Ctrl-C cancelled the turn."
 )
 
 
@@ -99,7 +104,18 @@ def outcome_json(session: Session, outcome: TurnOutcome | None, denied: list[Den
     }
 
 
+def cancelled_by_user(outcome: TurnOutcome | None) -> bool:
+    """Whether the turn ended ``aborted`` because the user cancelled it (Ctrl-C)."""
+    if outcome is None or outcome.kind != "aborted":
+        return False
+    why = outcome.reason.get("reason")
+    return isinstance(why, Mapping) and why.get("kind") == "user"
+
+
 def exit_code(outcome: TurnOutcome | None, denied: list[Denial]) -> int:
+    """The exit code of ``run``/``resume`` for how the turn ended (the ``EXIT_*`` constants)."""
+    if cancelled_by_user(outcome):
+        return EXIT_INTERRUPTED
     if outcome is None or outcome.kind != "completed":
         return EXIT_FAILED
     return EXIT_DENIED if denied else EXIT_DONE
