@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import harness
 from harness.cli import app
 from harness.cli.render import events_table, fold_seqs
-from harness.cli.summary import event_summary, plural
+from harness.cli.summary import event_summary, is_failure, plural
 from harness.compaction import ExtractiveSummarizer, compact_now
 from harness.events.event import Event, Replace
 from harness.stores.jsonl.backend import JsonlBackend
@@ -226,3 +226,17 @@ def test_sources_fold_to_a_range_or_a_count() -> None:
     assert fold_seqs([103, 104, 3, 17, 19, 28, 32, 41, 43, 87], 10) == "10 seqs"
     assert fold_seqs([]) == "none" and fold_seqs(None) == ""
     assert plural(1, "closer") == "1 closer" and plural(3, "closer") == "3 closers"
+
+
+def test_a_failed_attempts_finish_chunk_says_its_error() -> None:
+    """It showed "finish error" alone: the code and message of the failure were lost."""
+    failure = {"code": "RATE_LIMIT", "message": "HTTP 429: Rate limit reached", "status": 429}
+    chunk = {"type": "finish", "reason": {"kind": "error", "failure": failure}}
+    event = Event.create("assistant/chunk", 7, 0, {"turn": 1, "step": 1, "chunk": chunk})
+    assert event_summary(event, 200) == "finish error: RATE_LIMIT: HTTP 429: Rate limit reached"
+    assert is_failure(event)
+    lines = render([event], 80)
+    flat = " ".join(" ".join(line.split()) for line in lines)
+    assert "RATE_LIMIT: HTTP 429" in flat
+    stop = Event.create("assistant/chunk", 8, 0, {"chunk": {"type": "finish", "reason": {"kind": "stop"}}})
+    assert event_summary(stop, 200) == "finish stop" and not is_failure(stop)

@@ -141,7 +141,11 @@ def _chunk(data: Mapping[str, Any]) -> str:
         return f"block-end {value_text(label)}{name}"
     if kind == "finish":
         reason = chunk.get("reason")
-        return f"finish {value_text(reason.get('kind') if isinstance(reason, Mapping) else reason)}"
+        if not isinstance(reason, Mapping):
+            return f"finish {value_text(reason)}"
+        text = f"finish {value_text(reason.get('kind'))}"
+        failure = reason.get("failure")  # an error or aborted finish: what failed
+        return f"{text}: {_failure_text(failure)}" if failure is not None else text
     if kind == "usage":
         return f"usage {_usage(chunk.get('usage'))}"
     return _pairs(chunk)
@@ -338,4 +342,8 @@ def is_failure(event: Event) -> bool:
         return data.get("blocking") is True
     if kind == "approval/decided":
         return data.get("outcome") != "allowed-once"
+    if kind == "assistant/chunk":
+        chunk = data.get("chunk")
+        reason = chunk.get("reason") if isinstance(chunk, Mapping) else None
+        return isinstance(reason, Mapping) and reason.get("kind") == "error"
     return kind == "llm/retry"
