@@ -121,3 +121,15 @@ def test_read_only_walks_stop_on_cancel(tmp_path: Path) -> None:
 
     assert asyncio.run(scenario(Grep(), {"pattern": "x"})) == "CANCELLED"
     assert asyncio.run(scenario(ListDir(), {})) == "CANCELLED"
+
+
+def test_a_bad_tool_spec_is_a_typed_harness_error_and_still_a_value_error() -> None:
+    """``except harness.HarnessError`` catches every refusal of ``register``; old callers
+    catching ``ValueError`` still do."""
+    from harness.errors import HarnessError
+    from harness.tools import InvalidToolSpec
+
+    for tool in (Dummy("has space"), Dummy(""), Dummy("x" * 65), Dummy("x", {"type": "string"})):
+        with pytest.raises(InvalidToolSpec) as refused:
+            ToolRegistry([tool])
+        assert isinstance(refused.value, HarnessError) and isinstance(refused.value, ValueError)

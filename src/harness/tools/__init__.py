@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from harness.tools.list_dir import ListDir
     from harness.tools.read_file import ReadFile
     from harness.tools.records import FileAccess, background_pids, file_accesses
-    from harness.tools.registry import DuplicateTool, ToolRegistry, default_registry, default_tools
+    from harness.tools.registry import (
+        DuplicateTool,
+        InvalidToolSpec,
+        ToolRegistry,
+        default_registry,
+        default_tools,
+    )
     from harness.tools.shell import RunShell
     from harness.tools.todo_write import TodoWrite
     from harness.tools.workspace import Workspace, file_sha256
@@ -31,6 +37,7 @@ __all__ = [
     "EditFile",
     "FileAccess",
     "Grep",
+    "InvalidToolSpec",
     "ListDir",
     "ReadFile",
     "RunShell",
@@ -57,7 +64,13 @@ _EXPORTS = {
     "harness.tools.list_dir": ("ListDir",),
     "harness.tools.read_file": ("ReadFile",),
     "harness.tools.records": ("FileAccess", "background_pids", "file_accesses"),
-    "harness.tools.registry": ("DuplicateTool", "ToolRegistry", "default_registry", "default_tools"),
+    "harness.tools.registry": (
+        "DuplicateTool",
+        "InvalidToolSpec",
+        "ToolRegistry",
+        "default_registry",
+        "default_tools",
+    ),
     "harness.tools.shell": ("RunShell",),
     "harness.tools.todo_write": ("TodoWrite",),
     "harness.tools.workspace": ("Workspace", "file_sha256"),

@@ -23,13 +23,18 @@ from harness.tools.shell import RunShell
 from harness.tools.todo_write import TodoWrite
 from harness.tools.write_file import WriteFile
 
-__all__ = ["DuplicateTool", "ToolRegistry", "default_registry", "default_tools"]
+__all__ = ["DuplicateTool", "InvalidToolSpec", "ToolRegistry", "default_registry", "default_tools"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class DuplicateTool(HarnessError, ValueError):
     """A tool was registered under a name that is already taken."""
+
+
+class InvalidToolSpec(HarnessError, ValueError):
+    """A tool whose spec cannot be offered to a model: a bad name, or parameters that are
+    not a JSON-schema object (still a ``ValueError``, as it always was)."""
 
 
 class ToolRegistry:
@@ -42,14 +47,14 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
-        """Add ``tool``; ``DuplicateTool`` when its name is taken, ``ValueError`` when the
+        """Add ``tool``; ``DuplicateTool`` when its name is taken, ``InvalidToolSpec`` when the
         name is not 1–64 characters of letters, digits, ``_`` and ``-`` or the parameters
         are not a JSON-schema object."""
         name = tool.spec.name
         if not _NAME.match(name):
-            raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
+            raise InvalidToolSpec(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
         if tool.spec.parameters.get("type") != "object":
-            raise ValueError(f"tool {name!r}: parameters must be a JSON schema with type 'object'")
+            raise InvalidToolSpec(f"tool {name!r}: parameters must be a JSON schema with type 'object'")
         if name in self._tools:
             raise DuplicateTool(f"a tool named {name!r} is already registered")
         self._tools[name] = tool
