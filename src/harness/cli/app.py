@@ -358,11 +358,12 @@ def surface(
             }
         )
         return
-    Console().print(
+    console = Console(highlight=False)
+    console.print(
         f"{plural(len(session.surface), 'node')}, replace generation {session.surface.replace_generation}, "
         f"{plural(len(messages), 'message')}"
     )
-    Console().print(messages_table(messages))
+    console.print(messages_table(messages, console.width))
 
 
 def _verify_log(label: str, read: Callable[[], StoredLog]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ _SOURCES: int = 100  # from here on: the sources column
 _GAP: int = 2  # the space between two columns
 _MIN_SUMMARY: int = 24
 _FAILURE_LINES: int = 3
+_SOURCE_NARROW: int = 24
 
 
 def when(ms: int | None) -> str:
@@ -152,19 +153,44 @@ def events_table(events: Sequence[Event], width: int = 80) -> RenderableType:
     return table
 
 
-def messages_table(messages: Sequence[Message]) -> Table:
-    """The derived model history: index, role, source and a one-line content."""
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("role", no_wrap=True)
-    table.add_column("source", no_wrap=True)
-    table.add_column("content", overflow="fold")
-    for index, message in enumerate(messages):
-        source = message.source
-        label = source.kind + (f":{source.raw.get('plugin')}" if source.kind == "plugin" else "")
-        table.add_row(
-            str(index), escape(message.role), escape(label), escape(short(message_text(message.raw), 200))
-        )
+def _source_label(message: Message, wide: bool) -> str:
+    """``user``, ``model``, ``tool``, ``plugin:NAME``; below ``_WIDE`` columns a plugin's npm
+    scope is dropped (``@deepseek-ai/dsh-system-prompt`` → ``dsh-system-prompt``) and the
+    label is cut to ``_SOURCE_NARROW`` characters."""
+    source = message.source
+    if source.kind != "plugin":
+        return source.kind
+    plugin = str(source.raw.get("plugin"))
+    if wide:
+        return f"plugin:{plugin}"
+    return short(f"plugin:{plugin.rsplit('/', 1)[-1]}", _SOURCE_NARROW)
+
+
+def messages_table(messages: Sequence[Message], width: int = 80) -> RenderableType:
+    """The derived model history, one line per message (index, role, source, content cut
+    to fit), laid out for ``width`` columns like ``events_table``: the content gets what the
+    other columns leave, so it never wraps one word per line."""
+    wide = width >= _WIDE
+    labels = [_source_label(message, wide) for message in messages]
+    index_w = max([1, *(len(str(index)) for index in range(len(messages)))])
+    role_w = max([len("role"), *(len(message.role) for message in messages)])
+    source_w = max([len("source"), *(len(label) for label in labels)])
+    content_w = max(width - index_w - role_w - source_w - 3 * _GAP, _MIN_SUMMARY // 2)
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        header_style="bold",
+    )
+    table.add_column("#", justify="right", no_wrap=True, min_width=index_w)
+    table.add_column("role", no_wrap=True, min_width=role_w)
+    table.add_column("source", no_wrap=True, min_width=source_w, max_width=source_w)
+    table.add_column("content", no_wrap=True, max_width=content_w)
+    for index, (message, label) in enumerate(zip(messages, labels, strict=True)):
+        content = short(message_text(message.raw), content_w)
+        table.add_row(str(index), Text(message.role), Text(label), Text(content))
     return table
 
 
