@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
@@ -156,7 +157,7 @@ def _prompt_argument(text: str, what: str) -> str:
             text = decode_text(raw, f"{what} on stdin").strip()
         return checked_prompt(text, what)
     except InvalidMessage as error:
-        _fail(f"{escape(str(error))}; nothing was sent or recorded", EXIT_USAGE)
+        _fail(f"{error}; nothing was sent or recorded", EXIT_USAGE)
 
 
 def _workspace(path: str | None) -> Path:
@@ -180,7 +181,8 @@ def _repair_note(session: Session, console: Console) -> list[dict[str, Any]]:
             console.print(f"[yellow]repaired[/]: tool call {escape(str(call))} → {escape(str(code))}")
             repaired.append({"seq": event.seq, "callId": call, "code": code})
         elif event.type == "turn/end":
-            console.print(f"[yellow]repaired[/]: turn {data.get('turn')} closed as interrupted")
+            turn = escape(str(data.get("turn")))
+            console.print(f"[yellow]repaired[/]: turn {turn} closed as interrupted", highlight=False)
             repaired.append({"seq": event.seq, "turn": data.get("turn"), "reason": "interrupted"})
     return repaired
 
@@ -433,7 +435,8 @@ def chat(
         stopped = False
         try:
             session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
-            console.print(f"[dim]session {session.id} · {model} · /help, /exit[/]", highlight=False)
+            banner = f"session {session.id} · {model} · /help, /exit"
+            console.print(Text(banner, style="dim"), highlight=False, soft_wrap=True)
             reader = LineReader()
             approver = _approver(yes, True, console, reader)
             leaving = asyncio.Event()  # Ctrl-C between a turn and the next prompt: leave there
@@ -482,7 +485,7 @@ def chat(
 
     with _errors():
         session, stopped = asyncio.run(main())
-    console.print(f"[dim]session {session.id}[/]", highlight=False)
+    console.print(Text(f"session {session.id}", style="dim"), highlight=False, soft_wrap=True)
     if stopped:
         raise typer.Exit(130)
 

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from harness.cli.help import HarnessGroup
 from harness.cli.progress import loading_bar
@@ -92,7 +93,10 @@ class _Options:
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print ``error: message`` on stderr and exit ``code``. ``message`` is plain text, never
+    markup: it may quote an id or a path the user typed (``[/]`` must print as it is)."""
+    line = Text.assemble(("error:", "bold red"), " ", message)
+    Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -450,7 +454,7 @@ def verify(
             if report["tornTail"]:
                 console.print(
                     f"[yellow]warning[/]: torn tail after byte {report['tornTail']['committedOffset']} "
-                    f"({report['tornTail']['detail']}); a load cuts it and repairs the log",
+                    f"({escape(str(report['tornTail']['detail']))}); a load cuts it and repairs the log",
                     highlight=False,
                 )
             if report.get("closers"):
@@ -459,7 +463,7 @@ def verify(
         else:
             label = "unreadable" if report["exit"] == 2 else "invalid"
             Console(stderr=True).print(
-                f"[bold red]{label}[/]: {report['problem']}", highlight=False, soft_wrap=True
+                f"[bold red]{label}[/]: {escape(str(report['problem']))}", highlight=False, soft_wrap=True
             )
     raise typer.Exit(report["exit"])
 

@@ -61,7 +61,8 @@ class LivePrinter:
                 if isinstance(wait := error.get("providerRetryAfterMs"), int | float):
                     detail += f" (the provider asked for a wait of {wait / 1000:g} s)"
             style = "green" if label == "completed" else "red"
-            self._line(f"[{style}]turn {data.get('turn')} ended: {escape(str(label))}{escape(detail)}[/]")
+            turn = escape(str(data.get("turn")))
+            self._line(f"[{style}]turn {turn} ended: {escape(str(label))}{escape(detail)}[/]")
 
     def _chunk(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):
