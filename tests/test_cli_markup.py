@@ -81,3 +81,25 @@ def test_chat_names_a_model_holding_markup_as_typed(tmp_path: Path, monkeypatch:
     )
     assert result.exit_code == 0, repr(result.exception)
     assert "· m[/] ·" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["log", "surface"])
+def test_a_markup_id_on_a_terminal_loads_behind_a_bar_without_a_traceback(
+    tmp_path: Path, command: str
+) -> None:
+    """The loading bar drew its label as markup: on a terminal (FORCE_COLOR makes rich treat
+    the output as one) ``harness log '[/]'`` died with a MarkupError traceback."""
+    result = CliRunner().invoke(
+        app, ["--root", str(tmp_path), command, "[x]y[/]"], env={"FORCE_COLOR": "1", "COLUMNS": "100"}
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (1, 2) and "[x]y[/]" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["log", "surface"])
+@pytest.mark.parametrize("target", ["missing.jsonl", "./nope", "logs/x.jsonl.zstd"])
+def test_log_and_surface_say_a_missing_file_is_missing(tmp_path: Path, command: str, target: str) -> None:
+    """As ``verify PATH`` does: not "no stored session 'missing.jsonl' under ~/.local/…"."""
+    code, _, err = invoke(tmp_path, command, target)
+    assert code == 2, err
+    assert f"no such file: {target}" in err and "under" not in err

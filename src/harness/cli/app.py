@@ -307,8 +307,22 @@ def _inspect(ctx: typer.Context, session_id: str) -> Session:
 
         with _errors():
             return read_session_file(session_id)
-    with loading_bar(Console(stderr=True), f"loading {session_id}") as advance:
-        session: Session = _with_store(ctx, lambda store: store.inspect(session_id, progress=advance))
+    async def load() -> Session | None:
+        store = SessionStore(_options(ctx).backend())
+        try:
+            return await store.inspect(session_id, progress=advance)
+        except SessionNotFound:
+            if _looks_like_path(session_id):  # ids may hold "/": the store was asked first
+                return None
+            raise
+        finally:
+            await store.close()
+
+    # _errors() outside the bar: an error line is printed once the bar is gone
+    with _errors(), loading_bar(Console(stderr=True), f"loading {escape(session_id)}") as advance:
+        session = asyncio.run(load())
+    if session is None:
+        _fail(f"no such file: {session_id} (and no stored session has that id)", 2)
     return session
 
 
