@@ -270,3 +270,24 @@ def test_a_session_holding_a_lone_surrogate_resumes_instead_of_failing_transport
     assert ends == ["error", "completed"]
     first = next(e for e in session.events if e.type == "user/message")
     assert first.data["content"][0]["text"] == "bad \udcff"  # the log is never rewritten
+
+
+def test_chat_help_keeps_its_columns_at_80() -> None:
+    """``/help`` at 80 columns: a wrapped description stays under its column (it used to
+    run back to column 0, "fails)" alone at the left edge)."""
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.terminal import CHAT_COMMANDS, chat_help
+
+    screen = io.StringIO()
+    chat_help(Console(file=screen, width=80, color_system=None))
+    lines = screen.getvalue().splitlines()
+    assert lines[0] == "commands"
+    assert all(line.startswith("  ") for line in lines[1:]), lines
+    flat = " ".join(" ".join(lines).split())
+    assert all(name in flat and " ".join(what.split()) in flat for name, what in CHAT_COMMANDS.items())
+    desc = lines[1].index("list these commands")
+    wrapped = [line for line in lines[1:] if not line.strip().startswith("/") and "Anything" not in line]
+    assert all(line[:desc].strip() == "" for line in wrapped if "Ctrl-C stops" not in line), lines

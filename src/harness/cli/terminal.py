@@ -21,6 +21,9 @@ from typing import IO, Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
 from harness.agent.approval import ApprovalOutcome, ApprovalRequest
 from harness.agent.loop import Agent, TurnOutcome
@@ -305,13 +308,23 @@ never sent; a message that merely starts with ``/`` (``/tmp is full``) is sent a
 
 
 def chat_help(console: Console) -> None:
-    """Print the chat commands (``/help``)."""
+    """Print the chat commands (``/help``): a description that wraps stays in its column."""
     console.print("[bold]commands[/]")
+    grid = Table.grid(padding=(0, 1), pad_edge=False)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
     for name, what in CHAT_COMMANDS.items():
-        console.print(f"  [bold]{name:<9}[/] {escape(what)}", highlight=False)
+        grid.add_row(Text(name), Text(what))
+    console.print(Padding(grid, (0, 0, 0, 2)))
     console.print(
-        "[dim]Anything else is sent to the agent. Ctrl-C during a turn cancels it; "
-        "a second Ctrl-C stops at once.[/]"
+        Padding(
+            Text(
+                "Anything else is sent to the agent. Ctrl-C during a turn cancels it; "
+                "a second Ctrl-C stops at once.",
+                style="dim",
+            ),
+            (0, 0, 0, 2),
+        )
     )
 
 
