@@ -214,8 +214,9 @@ class DeepSeekProvider:
         else:
             url = self.default_base_url
         key = api_key if api_key is not None else os.environ.get(self.api_key_env)
-        if key is None:
-            raise ProviderConfigError(f"no API key: set ${self.api_key_env} (or pass api_key=)")
+        if not key:  # an empty key is no key: the client would refuse it with its own traceback
+            empty = " (it is set but empty)" if key == "" else ""
+            raise ProviderConfigError(f"no API key: set ${self.api_key_env}{empty} (or pass api_key=)")
         # Our retries are the only ones (max_retries=0); the idle timeout is ours too.
         return AsyncOpenAI(api_key=key, base_url=url, max_retries=0, timeout=None)
 
