@@ -24,3 +24,40 @@ def test_an_empty_api_key_is_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = CliRunner().invoke(app, ["--root", str(tmp_path), "run", "hi", "-w", str(tmp_path)])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), repr(result.exception)
     assert "error: no API key: set $DEEPSEEK_API_KEY (it is set but empty)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["sessions"], ["log", "x"], ["surface", "x"], ["verify", "x"], ["export", "x"], ["check", "x"]],
+)
+def test_a_read_command_never_creates_an_sqlite_file(tmp_path: Path, command: list[str]) -> None:
+    """``harness --sqlite typo.db sessions`` said "no stored sessions" and left an empty
+    database at typo.db."""
+    path = tmp_path / "typo.db"
+    result = CliRunner().invoke(app, ["--sqlite", str(path), *command])
+    assert result.exit_code == 2, result.output
+    assert f"no SQLite file at {path}" in result.stderr
+    assert not path.exists()
+
+
+def test_sessions_names_the_root_it_found_empty(tmp_path: Path) -> None:
+    root = tmp_path / "typo-root"
+    result = CliRunner().invoke(app, ["--root", str(root), "sessions"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0 and f"no stored sessions under {root}" in result.stdout
+
+
+@pytest.mark.parametrize("spec", ["sqlite:", "jsonl:"])
+def test_a_store_spec_without_its_target_is_a_usage_error(tmp_path: Path, spec: str) -> None:
+    result = CliRunner().invoke(app, ["--store", spec, "sessions"])
+    assert result.exit_code == 2 and "needs a" in result.stderr, result.output
+
+
+def test_verify_json_reports_a_missing_sqlite_file_as_one_document(tmp_path: Path) -> None:
+    import json
+
+    path = tmp_path / "typo.db"
+    result = CliRunner().invoke(app, ["--sqlite", str(path), "verify", "some-id", "--json"])
+    assert result.exit_code == 2
+    report = json.loads(result.stdout)
+    assert report["valid"] is False and report["exit"] == 2 and "no SQLite file" in report["problem"]
+    assert not path.exists()

@@ -140,9 +140,15 @@ def test_store_option_routes_commands_and_refuses_a_second_choice(tmp_path: Path
     from harness.cli import app
 
     db = tmp_path / "s.db"
+    missing = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "sessions", "--json"])
+    assert missing.exit_code == 2 and f"no SQLite file at {db}" in missing.stderr  # a read creates none
+    assert not db.exists()
+    from harness.stores.sqlite import SqliteBackend
+
+    asyncio.run(SessionStore(SqliteBackend(str(db))).close())
     listed = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "sessions", "--json"])
     assert listed.exit_code == 0, listed.output
-    assert db.exists()
+    assert json.loads(listed.stdout) == []
     both = CliRunner().invoke(app, ["--store", f"sqlite:{db}", "--root", str(tmp_path), "sessions"])
     assert both.exit_code == 2
     assert "--store and --root" in both.output

@@ -394,7 +394,7 @@ def check(
     from harness.recovery import check_world
 
     async def main() -> Any:
-        store = SessionStore(_options(ctx).backend())
+        store = SessionStore(_options(ctx).backend(reading=True))
         try:
             session = await store.inspect(session_id)
         finally:
@@ -537,7 +537,7 @@ def export(
         _fail(f"--format must be markdown or openai, not {format!r}", 2)
 
     async def main() -> Session:
-        store = SessionStore(_options(ctx).backend())
+        store = SessionStore(_options(ctx).backend(reading=True))
         try:
             return await store.inspect(session_id)
         finally:

@@ -74,7 +74,12 @@ class _Options:
         self.db = db
         self.db_schema = db_schema
 
-    def backend(self) -> Backend:
+    def backend(self, *, reading: bool = False) -> Backend:
+        """The chosen backend. ``reading``: a read command, which never creates a store, so
+        an SQLite file that does not exist is refused (a typo would silently list nothing
+        and leave an empty database behind)."""
+        if reading and self.sqlite and not self.db and not os.path.exists(self.sqlite):
+            _fail(f"no SQLite file at {self.sqlite} (a read command creates none)", 2)
         if self.db:
             from harness.stores.postgres import PostgresBackend
 
@@ -122,7 +127,7 @@ def _options(ctx: typer.Context) -> _Options:
 
 def _with_store(ctx: typer.Context, work: Callable[[SessionStore], Any]) -> Any:
     async def main() -> Any:
-        store = SessionStore(_options(ctx).backend())
+        store = SessionStore(_options(ctx).backend(reading=True))
         try:
             return await work(store)
         finally:
@@ -204,6 +209,8 @@ def root(
         ]
         if others:
             _fail(f"--store and {', '.join(others)} both choose the store: give one of them", 2)
+        if store in ("sqlite:", "jsonl:"):  # it would be read as a JSONL root named "sqlite:"
+            _fail(f"--store {store} needs a {'FILE' if store == 'sqlite:' else 'DIR'} after the colon", 2)
         kind, target = parse_store(store)
         store_root, sqlite, db = DEFAULT_ROOT, None, None
         if kind == "db":
@@ -281,7 +288,9 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
         return
     console = Console()
     if not infos:
-        console.print("no stored sessions", style="dim")
+        options = _options(ctx)
+        where = "" if options.sqlite or options.db else f" under {options.root}"
+        console.print(Text(f"no stored sessions{where}", style="dim"), soft_wrap=True)
         return
     console.print(sessions_table(infos, console.width), crop=False)  # an id wider than the screen stays whole
     unloadable = sum(1 for info in infos if info.problem is not None)
@@ -308,7 +317,7 @@ def _inspect(ctx: typer.Context, session_id: str) -> Session:
         with _errors():
             return read_session_file(session_id)
     async def load() -> Session | None:
-        store = SessionStore(_options(ctx).backend())
+        store = SessionStore(_options(ctx).backend(reading=True))
         try:
             return await store.inspect(session_id, progress=advance)
         except SessionNotFound:
@@ -434,6 +443,9 @@ def verify(
         report = _verify_log(target, lambda: read_log_file(target).stored_log())
     elif os.path.exists(target):
         report = {"target": target, "valid": False, "problem": "not a regular file", "exit": 2}
+    elif (sqlite := _options(ctx).sqlite) and not _options(ctx).db and not os.path.exists(sqlite):
+        problem = f"no SQLite file at {sqlite} (a read command creates none)"
+        report = {"target": target, "valid": False, "problem": problem, "exit": 2}
     else:
         options = _options(ctx)
         unknown = False
@@ -442,7 +454,7 @@ def verify(
             nonlocal unknown
 
             async def main() -> StoredLog:
-                backend = options.backend()
+                backend = options.backend(reading=True)
                 try:
                     return await read_whole(backend, target)
                 finally:
@@ -508,7 +520,7 @@ def tail(
         )
 
     async def follow() -> None:
-        backend = _options(ctx).backend()
+        backend = _options(ctx).backend(reading=True)
         store = SessionStore(backend)
         try:
             if not isinstance(backend, TailingBackend):

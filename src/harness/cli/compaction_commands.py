@@ -156,7 +156,7 @@ def eval_compaction(
     async def main() -> Any:
         cases = None
         if session_ids:
-            store = SessionStore(_options(ctx).backend())
+            store = SessionStore(_options(ctx).backend(reading=True))
             try:
                 cases = [(await store.inspect(sid), parsed) for sid in session_ids]
             finally:
