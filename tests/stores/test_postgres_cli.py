@@ -73,6 +73,9 @@ def test_the_environment_selects_postgres_and_the_command_line_wins(pg: PgSchema
     env = {"HARNESS_DATABASE_URL": pg.dsn, "HARNESS_DATABASE_SCHEMA": pg.name}
     code, out, _ = invoke("sessions", "--json", env=env)
     assert code == 0 and [i["id"] for i in json.loads(out)] == ["demo-1"]
+    from harness.stores.sqlite import SqliteBackend
+
+    run(SessionStore(SqliteBackend(str(tmp_path / "s.db"))).close())  # a read command creates none
     code, out, _ = invoke("--sqlite", str(tmp_path / "s.db"), "sessions", "--json", env=env)
     assert code == 0 and json.loads(out) == []  # an explicit --sqlite beats the environment's URL
     code, _, err = invoke("--db", pg.dsn, "--sqlite", str(tmp_path / "s.db"), "sessions")
