@@ -240,3 +240,25 @@ def test_a_failed_attempts_finish_chunk_says_its_error() -> None:
     assert "RATE_LIMIT: HTTP 429" in flat
     stop = Event.create("assistant/chunk", 8, 0, {"chunk": {"type": "finish", "reason": {"kind": "stop"}}})
     assert event_summary(stop, 200) == "finish stop" and not is_failure(stop)
+
+
+@pytest.mark.parametrize("suffix", ["", ".zstd"])
+def test_log_of_a_file_says_what_the_file_does_not_hold(suffix: str) -> None:
+    """``harness log FILE`` showed the load's closers as if they were in the file, and said
+    nothing of the torn tail it left out: an auditor could not tell them apart."""
+    from tests.test_fixtures_dsh import FIXTURES
+
+    path = Path(FIXTURES) / f"06-torn-tail-input-DERIVED.jsonl{suffix}"
+    result = CliRunner().invoke(app, ["log", str(path)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    flat = " ".join(" ".join(result.stdout.split()).split())
+    assert "note: the file ends in a torn tail after byte" in flat
+    closers = re.search(r"note: seq (\d+)\.\.(\d+): 2 closers a load would commit", flat)
+    assert closers, flat
+    first, last = int(closers.group(1)), int(closers.group(2))
+    assert re.search(rf"^\s*{last}\s.*turn/end\s+turn 1 interrupted", result.stdout, re.MULTILINE)
+    assert first == last - 1
+    plain = CliRunner().invoke(app, ["log", str(Path(FIXTURES) / "01-simple-chat.jsonl")])
+    assert "note:" not in plain.stdout

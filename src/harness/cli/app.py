@@ -305,17 +305,34 @@ def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", h
 _ID_OR_PATH = "A stored session's id, or a session log file (read as verify reads it)."
 
 
-def _inspect(ctx: typer.Context, session_id: str) -> Session:
+def _inspect(ctx: typer.Context, session_id: str, notes: list[str] | None = None) -> Session:
     """The session as ``inspect`` restores it, with a progress bar on stderr while it loads.
 
     An argument naming a regular file is read as a session log (as ``verify`` reads one), so
     an auditor can point ``log`` and ``surface`` at a file handed to them; nothing is written.
+    For a file, ``notes`` gets what the reading added that the file does not hold: a torn
+    tail left out, the closers a load would commit.
     """
     if os.path.isfile(session_id):
-        from harness.stores.jsonl.reader import read_session_file
+        from harness.cli.render import plural
+        from harness.stores.jsonl.reader import read_log_file
 
         with _errors():
-            return read_session_file(session_id)
+            stored = read_log_file(session_id).stored_log()
+            restored, closers = restore_stored(stored.header.id, stored)
+        if notes is not None and stored.torn is not None:
+            notes.append(
+                f"the file ends in a torn tail after byte {stored.torn.committed_offset} "
+                f"({stored.torn.detail}); it is left out here, and a load would cut it"
+            )
+        if notes is not None and closers:
+            seqs = f"seq {closers[0].seq}" + (f"..{closers[-1].seq}" if len(closers) > 1 else "")
+            notes.append(
+                f"{seqs}: {plural(len(closers), 'closer')} a load would commit for the open turn "
+                "(not in the file)"
+            )
+        return restored
+
     async def load() -> Session | None:
         store = SessionStore(_options(ctx).backend(reading=True))
         try:
@@ -348,7 +365,8 @@ def log(
     """The Event Log of a session (what a load would see, closers included)."""
     from harness.cli.render import events_table
 
-    session = _inspect(ctx, session_id)
+    notes: list[str] = []
+    session = _inspect(ctx, session_id, notes)
 
     def wanted(kind: str) -> bool:
         return not types or any(kind == t or (t.endswith("/") and kind.startswith(t)) for t in types)
@@ -363,6 +381,8 @@ def log(
         console.print(f"no events of {escape(session_id)} match", style="dim", soft_wrap=True)
         return
     console.print(events_table(events, console.width))
+    for note in notes:
+        console.print(Text.assemble(("note", "yellow"), ": ", note), highlight=False)
 
 
 @app.command()
