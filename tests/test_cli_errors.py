@@ -61,3 +61,14 @@ def test_verify_json_reports_a_missing_sqlite_file_as_one_document(tmp_path: Pat
     report = json.loads(result.stdout)
     assert report["valid"] is False and report["exit"] == 2 and "no SQLite file" in report["problem"]
     assert not path.exists()
+
+
+def test_verify_names_the_torn_tail_byte_once() -> None:
+    """It said "torn tail after byte 39196 (torn tail at byte 39196: the last line ...)"."""
+    from tests.test_fixtures_dsh import FIXTURES
+
+    path = Path(FIXTURES) / "06-torn-tail-input-DERIVED.jsonl"
+    result = CliRunner().invoke(app, ["verify", str(path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "torn tail after byte 39196 (the last line has no newline)" in result.stdout
+    assert result.stdout.count("39196") == 1

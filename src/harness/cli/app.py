@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -323,7 +324,7 @@ def _inspect(ctx: typer.Context, session_id: str, notes: list[str] | None = None
         if notes is not None and stored.torn is not None:
             notes.append(
                 f"the file ends in a torn tail after byte {stored.torn.committed_offset} "
-                f"({stored.torn.detail}); it is left out here, and a load would cut it"
+                f"({_torn_detail(stored.torn.detail)}); it is left out here, and a load would cut it"
             )
         if notes is not None and closers:
             seqs = f"seq {closers[0].seq}" + (f"..{closers[-1].seq}" if len(closers) > 1 else "")
@@ -441,6 +442,12 @@ def _verify_log(label: str, read: Callable[[], StoredLog]) -> dict[str, Any]:
     return report
 
 
+def _torn_detail(detail: str) -> str:
+    """A torn tail's detail without its own "torn tail at byte N: " lead (the line that
+    shows it names the byte already)."""
+    return re.sub(r"^torn tail at byte \d+: ", "", detail)
+
+
 def _looks_like_path(target: str) -> bool:
     """A ``verify`` argument meant as a file: it names a directory or a log file name."""
     return os.sep in target or target.startswith(("~", ".")) or target.endswith((".jsonl", ".zstd", ".zst"))
@@ -500,7 +507,8 @@ def verify(
             if report["tornTail"]:
                 console.print(
                     f"[yellow]warning[/]: torn tail after byte {report['tornTail']['committedOffset']} "
-                    f"({escape(str(report['tornTail']['detail']))}); a load cuts it and repairs the log",
+                    f"({escape(_torn_detail(str(report['tornTail']['detail'])))}); "
+                    "a load cuts it and repairs the log",
                     highlight=False,
                 )
             if report.get("closers"):
