@@ -262,3 +262,19 @@ def test_log_of_a_file_says_what_the_file_does_not_hold(suffix: str) -> None:
     assert first == last - 1
     plain = CliRunner().invoke(app, ["log", str(Path(FIXTURES) / "01-simple-chat.jsonl")])
     assert "note:" not in plain.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_tail_line_fits_the_width(events: list[Event], width: int) -> None:
+    """``harness tail`` cut every summary at 100 characters whatever the terminal, so at 80
+    columns each event wrapped over two or three lines."""
+    from harness.cli.render import tail_line
+
+    for event in events:
+        screen = io.StringIO()
+        Console(file=screen, width=width, color_system=None, soft_wrap=True).print(tail_line(event, width))
+        (line,) = screen.getvalue().splitlines()
+        assert len(line) <= width, line
+        assert line.split()[0] == str(event.seq) and event.type in line
+    long = next(e for e in events if len(event_summary(e, 1000)) > 200)
+    assert len(tail_line(long, 200).plain) > 150  # a wide terminal gets a longer summary

@@ -532,7 +532,7 @@ def tail(
     """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
 
     Needs PostgreSQL (--db or HARNESS_DATABASE_URL)."""
-    from harness.cli.render import event_summary, when
+    from harness.cli.render import tail_line
     from harness.stores.leases import TailingBackend
 
     console = Console(highlight=False, soft_wrap=True)
@@ -542,10 +542,7 @@ def tail(
             sys.stdout.write(event.encode().decode("utf-8") + "\n")
             sys.stdout.flush()
             return
-        console.print(
-            f"[dim]{event.seq:>6}[/]  {when(event.time)}  [bold]{escape(event.type)}[/]  "
-            f"{escape(event_summary(event, 100))}"
-        )
+        console.print(tail_line(event, console.width))
 
     async def follow() -> None:
         backend = _options(ctx).backend(reading=True)

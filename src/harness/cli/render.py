@@ -31,6 +31,7 @@ __all__ = [
     "plural",
     "sessions_table",
     "short",
+    "tail_line",
     "when",
 ]
 
@@ -164,6 +165,17 @@ def _source_label(message: Message, wide: bool) -> str:
     if wide:
         return f"plugin:{plugin}"
     return short(f"plugin:{plugin.rsplit('/', 1)[-1]}", _SOURCE_NARROW)
+
+
+def tail_line(event: Event, width: int = 80) -> Text:
+    """One event as ``harness tail`` prints it: seq, time, type and a summary cut so the line
+    fits ``width`` columns (it used to take 100 characters whatever the width, so every
+    line wrapped on an 80-column terminal)."""
+    lead = f"{event.seq:>6}  {when(event.time)}  "
+    room = max(width - len(lead) - len(event.type) - 2, 16)
+    line = Text.assemble((f"{event.seq:>6}", "dim"), f"  {when(event.time)}  ", (event.type, "bold"), "  ")
+    line.append(event_summary(event, room), style="red" if is_failure(event) else "")
+    return line
 
 
 def messages_table(messages: Sequence[Message], width: int = 80) -> RenderableType:
