@@ -181,3 +181,10 @@ def test_edit_follows_str_replace(edit_root: Path, text: str, old: str, new: str
     assert target.read_bytes() == expected.encode()
     assert outcome.meta is not None
     assert outcome.meta["files"][0]["sha256"] == sha(target)
+
+
+def test_write_counts_one_line_and_one_byte_in_the_singular(world: tuple[Path, Path]) -> None:
+    root, _ = world
+    assert run(WriteFile(), {"path": "one.txt", "content": "x"}, root).text == (
+        "Created one.txt (1 byte, 1 line)."
+    )

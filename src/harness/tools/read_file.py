@@ -107,7 +107,8 @@ class ReadFile:
         if offset > len(lines):
             raise ToolError(
                 "INVALID_ARGUMENTS",
-                f"offset {offset} is past the end of {shown}, which has {len(lines)} lines.",
+                f"offset {offset} is past the end of {shown}, which has {len(lines)} "
+                f"line{'' if len(lines) == 1 else 's'}.",
             )
         parts: list[str] = []
         size = 0

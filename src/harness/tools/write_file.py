@@ -100,4 +100,5 @@ class WriteFile:
         except OSError as error:
             raise ToolError("IO_ERROR", f"Could not write {shown}: {error.strerror or error}.") from None
         verb = "Created" if before is None else "Overwrote"
-        return ToolOutcome(f"{verb} {shown} ({len(data)} bytes, {lines} lines).", meta=meta)
+        counts = f"{len(data)} byte{'' if len(data) == 1 else 's'}, {lines} line{'' if lines == 1 else 's'}"
+        return ToolOutcome(f"{verb} {shown} ({counts}).", meta=meta)
