@@ -43,7 +43,7 @@ def refuse_retired(session_id: str, events: list[dict[str, Any]], location: str 
     for event in events:
         kind = event.get("type")
         seq = event.get("seq")
-        if kind in LEGACY_REFUSED_TYPES:
+        if type(kind) is str and kind in LEGACY_REFUSED_TYPES:  # an array or object type is unhashable
             raise UnsupportedFormat(
                 f"stored session {session_id!r} holds the retired event type {kind!r} at seq {seq}{suffix}"
             )
@@ -60,7 +60,8 @@ def refuse_unknown(session_id: str, events: list[dict[str, Any]], location: str 
     suffix = f" (raw log: {location})" if location else ""
     for event in events:
         kind = event.get("type")
-        if kind not in KNOWN_EVENT_TYPES and event.get("ignorable") is not True:
+        known = type(kind) is str and kind in KNOWN_EVENT_TYPES
+        if not known and event.get("ignorable") is not True:
             raise UnsupportedFormat(
                 f"stored session {session_id!r} holds event type {kind!r} at seq {event.get('seq')}, "
                 f"which this harness does not know and which is not marked ignorable{suffix}"
@@ -267,7 +268,7 @@ def normalize_legacy(session_id: str, events: list[dict[str, Any]]) -> None:
             raise InvalidSeed(
                 f"malformed pre-react-loop {kind} at seq {seq}: {why}", index=_index_of(seq), rule="legacy"
             ) from None
-        if kind not in SURFACE_TYPES:
+        if type(kind) is not str or kind not in SURFACE_TYPES:
             continue
         _upgrade_message(session_id, event, kind, _seq_of(seq), message_ids)
         data = event["data"]
@@ -296,7 +297,7 @@ def is_current(event: dict[str, Any]) -> bool:
     exact pipeline, so the passes keep their whole-log order of refusals.
     """
     kind = event.get("type")
-    if kind in LEGACY_REFUSED_TYPES or kind == _STEERING:
+    if type(kind) is not str or kind in LEGACY_REFUSED_TYPES or kind == _STEERING:
         return False
     data = event.get("data")
     if isinstance(data, dict):

@@ -1,0 +1,155 @@
+"""Record shapes a differential against dsh's loader found harness reading wrongly (issue 12 items 1, 2, 6).
+
+* An event whose ``type`` is an array or an object reached a set lookup (the packed-row
+  tag, the retired and known vocabularies) and raised an untyped ``TypeError`` from
+  every reader: ``read_session_file``, ``SessionStore.load`` on JSONL and SQLite, and
+  ``list()``. dsh refuses it as an unknown event type; so does harness now, file untouched.
+* A packed row whose ``turn``, ``step`` or ``index`` is not a number is an unparsable
+  record for dsh (``validateRunData``); harness expanded it, so it loaded a log dsh
+  refuses and committed a repair on it that dsh could not read back.
+* A packed row's ``seq0``, ``time0`` and ``dt`` are read as dsh reads them
+  (``Number.isSafeInteger``): an integral float (``2.0``, ``-0.0``) is that integer,
+  as FORMAT asks readers to accept integral floats.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from harness.errors import CorruptSession, UnsupportedFormat
+from harness.events.packed import PackedRowError, expand_row
+from harness.stores.jsonl import JsonlBackend, read_session_file
+from harness.stores.jsonl.paths import Compression
+from harness.stores.jsonl.reader import parse_log
+from harness.stores.sqlite import SqliteBackend
+from harness.stores.store import SessionStore
+from tests.stores.test_deep_and_unparsable import (
+    MODES,
+    SID,
+    _sqlite_session,
+    load,
+    log_bytes,
+    opening,
+    place,
+    run,
+)
+
+NOT_STRINGS = {"array": b"[]", "object": b'{"a":1}', "array-of-turn-end": b'["turn/end"]'}
+
+
+def typed_line(seq: int, kind: bytes, *, ignorable: bool = False) -> bytes:
+    flag = b',"ignorable":true' if ignorable else b""
+    return b'{"type":%s,"seq":%d,"time":%d,"data":{}%s}' % (kind, seq, 1000 + seq, flag)
+
+
+@pytest.mark.parametrize("compression", MODES)
+@pytest.mark.parametrize("shape", sorted(NOT_STRINGS))
+def test_an_event_type_that_is_not_a_string_is_refused_as_unknown_not_a_traceback(
+    tmp_path: Path, compression: Compression, shape: str
+) -> None:
+    content = log_bytes([*opening(), typed_line(2, NOT_STRINGS[shape])], compression)
+    path = place(tmp_path, content, compression)
+    with pytest.raises(UnsupportedFormat, match=r"event type .* at seq 2"):
+        read_session_file(str(path))
+    with pytest.raises(UnsupportedFormat, match=r"event type .* at seq 2"):
+        run(load(tmp_path, compression))
+    assert path.read_bytes() == content
+
+    async def listed() -> Any:
+        async with SessionStore(JsonlBackend(tmp_path, compression)) as store:
+            return await store.list()
+
+    assert [info.id for info in run(listed())] == [SID]
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_STRINGS))
+def test_an_ignorable_event_whose_type_is_not_a_string_is_a_typed_refusal(tmp_path: Path, shape: str) -> None:
+    content = log_bytes([*opening(), typed_line(2, NOT_STRINGS[shape], ignorable=True)], "none")
+    path = place(tmp_path, content, "none")
+    with pytest.raises((CorruptSession, UnsupportedFormat)):
+        run(load(tmp_path, "none"))
+    assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_STRINGS))
+def test_sqlite_refuses_a_row_whose_type_is_not_a_string(tmp_path: Path, shape: str) -> None:
+    db = tmp_path / "s.db"
+    _sqlite_session(db)
+    with sqlite3.connect(db, isolation_level=None) as conn:
+        line = typed_line(1, NOT_STRINGS[shape]).decode()
+        conn.execute("UPDATE events SET line = ? WHERE seq = 1", (line,))
+
+    async def go() -> Any:
+        async with SessionStore(SqliteBackend(db)) as store:
+            return await store.load(SID)
+
+    with pytest.raises(UnsupportedFormat, match="at seq 1"):
+        run(go())
+
+
+def text_row(data: bytes, *, seq0: bytes = b"2", time0: bytes = b"1002") -> bytes:
+    return b'{"type":"text-chunks","seq0":%s,"time0":%s,"data":%s}' % (seq0, time0, data)
+
+
+def turn_end(seq: int) -> bytes:
+    return b'{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":2,"reason":{"kind":"completed"}}}' % (
+        seq,
+        1000 + seq,
+    )
+
+
+TURN_TWO = [
+    b'{"type":"turn/start","seq":0,"time":1000,"data":{"turn":2}}',
+    b'{"type":"step/start","seq":1,"time":1001,"data":{"turn":2,"step":1}}',
+]
+BAD_NUMBERS = {
+    "step-array": b'{"turn":2,"step":[],"index":0,"dt":[0,0],"texts":["a","b","c"]}',
+    "turn-string": b'{"turn":"2","step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}',
+    "index-null": b'{"turn":2,"step":1,"index":null,"dt":[0,0],"texts":["a","b","c"]}',
+    "index-bool": b'{"turn":2,"step":1,"index":true,"dt":[0,0],"texts":["a","b","c"]}',
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BAD_NUMBERS))
+def test_a_packed_row_whose_turn_step_or_index_is_not_a_number_is_unparsable(shape: str) -> None:
+    with pytest.raises(PackedRowError, match="turn, step and index must be numbers"):
+        expand_row(orjson.loads(text_row(BAD_NUMBERS[shape])))
+
+
+@pytest.mark.parametrize("compression", MODES)
+@pytest.mark.parametrize("shape", sorted(BAD_NUMBERS))
+def test_a_bad_packed_row_before_a_turn_end_is_corruption_and_untouched(
+    tmp_path: Path, compression: Compression, shape: str
+) -> None:
+    """dsh: an unparsable record followed by a committed ``turn/end`` is corruption."""
+    lines = [*TURN_TWO, text_row(BAD_NUMBERS[shape]), turn_end(5)]
+    content = log_bytes(lines, compression)
+    path = place(tmp_path, content, compression)
+    with pytest.raises(CorruptSession, match="unparsable committed event"):
+        parse_log(content, compression)
+    with pytest.raises(CorruptSession, match="unparsable committed event"):
+        run(load(tmp_path, compression))
+    assert path.read_bytes() == content
+
+
+def test_a_bad_packed_row_as_the_last_line_is_a_torn_tail_as_in_dsh(tmp_path: Path) -> None:
+    content = log_bytes([*TURN_TWO, text_row(BAD_NUMBERS["step-array"])], "none")
+    scan = parse_log(content, "none")
+    assert scan.torn is not None and len(scan.events) == 2
+
+
+def test_a_packed_row_reads_integral_floats_as_their_integers(tmp_path: Path) -> None:
+    data = b'{"turn":2,"step":1,"index":0,"dt":[-0.0,3.0],"texts":["a","b","c"]}'
+    row = text_row(data, seq0=b"2.0", time0=b"1002.0")
+    lines = [*TURN_TWO, row, turn_end(5)]
+    content = log_bytes(lines, "none")
+    place(tmp_path, content, "none")
+    session = run(load(tmp_path, "none"))
+    chunks = [event for event in session.events if event.type == "assistant/chunk"]
+    assert [(event.seq, event.time) for event in chunks] == [(2, 1002), (3, 1002), (4, 1005)]
+    assert [event.data["chunk"]["text"] for event in chunks] == ["a", "b", "c"]
