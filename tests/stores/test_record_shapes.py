@@ -21,13 +21,16 @@ from typing import Any
 import orjson
 import pytest
 
-from harness.errors import CorruptSession, UnsupportedFormat
+import harness
+from harness.errors import CorruptSession, InvalidEvent, UnsupportedFormat
 from harness.events.packed import PackedRowError, expand_row
 from harness.stores.jsonl import JsonlBackend, read_session_file
-from harness.stores.jsonl.paths import Compression
+from harness.stores.jsonl.paths import Compression, Layout
 from harness.stores.jsonl.reader import parse_log
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
+from tests.legacy_cases import HEADER as LEGACY_HEADER
+from tests.legacy_cases import ev, jsonl
 from tests.stores.test_deep_and_unparsable import (
     MODES,
     SID,
@@ -38,6 +41,16 @@ from tests.stores.test_deep_and_unparsable import (
     place,
     run,
 )
+
+LEGACY_SID = "null-data-1"
+
+
+def write_legacy(root: Path, events: list[dict[str, Any]]) -> Path:
+    path = Path(Layout(root, "none").log_path(LEGACY_HEADER["cwd"], LEGACY_SID))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(jsonl(events, LEGACY_SID), encoding="utf-8")
+    return path
+
 
 NOT_STRINGS = {"array": b"[]", "object": b'{"a":1}', "array-of-turn-end": b'["turn/end"]'}
 
@@ -153,3 +166,49 @@ def test_a_packed_row_reads_integral_floats_as_their_integers(tmp_path: Path) ->
     chunks = [event for event in session.events if event.type == "assistant/chunk"]
     assert [(event.seq, event.time) for event in chunks] == [(2, 1002), (3, 1002), (4, 1005)]
     assert [event.data["chunk"]["text"] for event in chunks] == ["a", "b", "c"]
+
+
+# ---- null data where dsh's crash-repair scan reads a field ---------------------------------
+
+NULL_SCANNED = ["turn/start", "step/start", "tool/call"]
+
+
+def null_data_log(kind: str) -> list[dict[str, Any]]:
+    """A closed turn holding ``kind`` with null data, then a second closed turn."""
+    opened = [ev("turn/start", {"turn": 1}), ev("step/start", {"turn": 1, "step": 1})]
+    null = ev(kind, None)
+    closed = [
+        ev("step/end", {"turn": 1, "step": 1}),
+        ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    second = [ev("turn/start", {"turn": 2}), ev("turn/end", {"turn": 2, "reason": {"kind": "completed"}})]
+    return [*opened, null, *closed, *second]
+
+
+@pytest.mark.parametrize("kind", NULL_SCANNED)
+def test_null_data_where_dshs_repair_scan_reads_a_field_is_corruption(tmp_path: Path, kind: str) -> None:
+    """dsh reads data.turn / data.step / data.callId of every such event in the log (a
+    TypeError it reports as corruption); harness accepted the log."""
+    path = write_legacy(tmp_path, null_data_log(kind))
+    before = path.read_bytes()
+    with pytest.raises(CorruptSession, match=f"{kind} at seq 2 has null data"):
+        read_session_file(str(path))
+
+    async def go() -> Any:
+        async with SessionStore(JsonlBackend(tmp_path, "none")) as store:
+            return await store.load(LEGACY_SID)
+
+    with pytest.raises(CorruptSession, match="has null data"):
+        run(go())
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["turn/start", "step/start"])
+def test_append_refuses_null_data_that_dsh_could_not_restore(kind: str) -> None:
+    session = harness.Session.create()
+    if kind == "step/start":
+        session.append("turn/start", {"turn": 1})
+    count = len(session.events)
+    with pytest.raises(InvalidEvent, match=f"{kind} data must not be null"):
+        session.append(kind, None)
+    assert len(session.events) == count

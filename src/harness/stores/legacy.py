@@ -68,6 +68,25 @@ def refuse_unknown(session_id: str, events: list[dict[str, Any]], location: str 
             )
 
 
+_SCANNED_BY_REPAIR: Final = frozenset({"turn/start", "step/start", "tool/call"})
+
+
+def refuse_null_boundaries(events: list[dict[str, Any]]) -> None:
+    """Refuse a ``turn/start``, ``step/start`` or ``tool/call`` whose data is ``null``.
+
+    dsh's crash-repair scan reads ``data.turn``/``data.step``/``data.callId`` of every
+    such event in the log, so it refuses the whole session as corrupt; harness does too.
+    """
+    for index, event in enumerate(events):
+        kind = event.get("type")
+        if event.get("data", False) is None and type(kind) is str and kind in _SCANNED_BY_REPAIR:
+            raise InvalidSeed(
+                f"{kind} at seq {event.get('seq')} has null data (it must be an object)",
+                index=index,
+                rule="data",
+            )
+
+
 class _Malformed(Exception):
     """A record of a legacy type that is none of the legacy shapes; the text says why."""
 
@@ -300,6 +319,8 @@ def is_current(event: dict[str, Any]) -> bool:
     if type(kind) is not str or kind in LEGACY_REFUSED_TYPES or kind == _STEERING:
         return False
     data = event.get("data")
+    if data is None and kind in _SCANNED_BY_REPAIR:
+        return False
     if isinstance(data, dict):
         if kind == "user/message":
             if _pre_identity_user(data):
