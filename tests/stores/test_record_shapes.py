@@ -10,6 +10,10 @@
 * A packed row's ``seq0``, ``time0`` and ``dt`` are read as dsh reads them
   (``Number.isSafeInteger``): an integral float (``2.0``, ``-0.0``) is that integer,
   as FORMAT asks readers to accept integral floats.
+* A ``turn/start``, ``step/start`` or ``tool/call`` with null data anywhere in the log:
+  dsh's crash-repair scan reads a field of each and refuses the session; harness accepted
+  it (and ``Session.append`` wrote a null ``turn/start``/``step/start``).
+* A ``sourceEventSeqs`` entry ``-0.0`` is seq 0 for dsh; harness refused the log.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from harness.stores.store import SessionStore
 from tests.legacy_cases import HEADER as LEGACY_HEADER
 from tests.legacy_cases import ev, jsonl
 from tests.stores.test_deep_and_unparsable import (
+    CWD,
     MODES,
     SID,
     _sqlite_session,
@@ -212,3 +217,29 @@ def test_append_refuses_null_data_that_dsh_could_not_restore(kind: str) -> None:
     with pytest.raises(InvalidEvent, match=f"{kind} data must not be null"):
         session.append(kind, None)
     assert len(session.events) == count
+
+
+def test_a_negative_zero_source_seq_is_read_as_zero(tmp_path: Path) -> None:
+    """dsh's ``Number.isSafeInteger(-0) && -0 >= 0`` holds: a stored ``sourceEventSeqs``
+    entry ``-0.0`` cites seq 0, as ``"time": -0.0`` is time 0 (harness refused the log)."""
+
+    async def build() -> None:
+        async with SessionStore(JsonlBackend(tmp_path, "none")) as store:
+            session = await store.create(id=SID, cwd=CWD)
+            session.append("turn/start", {"turn": 1})
+            session.append("step/start", {"turn": 1, "step": 1})
+            chunk = {"type": "text-delta", "index": 0, "text": "hi"}
+            session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk})
+            message = harness.assistant_message("hi", provider="p", model="m")
+            data = {"turn": 1, "step": 1, "message": message}
+            session.append("assistant/message", data, surface_op="append", source_event_seqs=[0, 2])
+            await store.flush(session)
+
+    run(build())
+    path = Path(Layout(tmp_path, "none").log_path(CWD, SID))
+    stored = path.read_bytes()
+    assert b'"sourceEventSeqs":[0,2]' in stored
+    path.write_bytes(stored.replace(b'"sourceEventSeqs":[0,2]', b'"sourceEventSeqs":[-0.0,2]'))
+    session = read_session_file(str(path))
+    assert session.events[3].source_event_seqs == (0, 2)
+    assert run(load(tmp_path, "none")).events[3].source_event_seqs == (0, 2)

@@ -81,7 +81,7 @@ def _check_sources(kind: str, seq: int, raw: object) -> tuple[int, ...]:
         return ()
     out: list[int] = []
     for item in raw:
-        value = item if type(item) is int else as_safe_int(item)
+        value = item if type(item) is int else as_safe_int(item, negative_zero=True)
         if value is None or value < 0 or value > MAX_SAFE_INTEGER:
             raise SurfaceRuleError(f"{kind} sourceEventSeqs must contain non-negative safe integers")
         out.append(value)
