@@ -13,7 +13,8 @@
 * A ``turn/start``, ``step/start`` or ``tool/call`` with null data anywhere in the log:
   dsh's crash-repair scan reads a field of each and refuses the session; harness accepted
   it (and ``Session.append`` wrote a null ``turn/start``/``step/start``).
-* A ``sourceEventSeqs`` entry ``-0.0`` is seq 0 for dsh; harness refused the log.
+* A ``sourceEventSeqs`` entry or a replace ``start``/``end`` of ``-0.0`` is seq 0 for dsh;
+  harness refused the log.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from harness.stores.jsonl.reader import parse_log
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
 from tests.legacy_cases import HEADER as LEGACY_HEADER
-from tests.legacy_cases import ev, jsonl
+from tests.legacy_cases import current_user, ev, jsonl
 from tests.stores.test_deep_and_unparsable import (
     CWD,
     MODES,
@@ -243,3 +244,19 @@ def test_a_negative_zero_source_seq_is_read_as_zero(tmp_path: Path) -> None:
     session = read_session_file(str(path))
     assert session.events[3].source_event_seqs == (0, 2)
     assert run(load(tmp_path, "none")).events[3].source_event_seqs == (0, 2)
+
+
+@pytest.mark.parametrize("op", [{"start": -0.0, "end": 1}, {"start": 0, "end": -0.0}], ids=["start", "end"])
+def test_a_negative_zero_replace_bound_is_read_as_zero(tmp_path: Path, op: dict[str, Any]) -> None:
+    """dsh's event-seq rule takes ``-0.0`` for a replace's start or end too."""
+    sources = [0, 1] if op["end"] == 1 else [0]
+    events = [
+        ev("user/message", current_user("u-0"), surfaceOp="append"),
+        ev("user/message", current_user("u-1"), surfaceOp="append"),
+        ev("user/message", current_user("u-2"), surfaceOp={"op": "replace", **op}, sourceEventSeqs=sources),
+    ]
+    path = write_legacy(tmp_path, events)
+    session = read_session_file(str(path))
+    expected = ["u-2"] if op["end"] == 1 else ["u-2", "u-1"]
+    assert [message.id for message in session.derive_messages()] == expected
+    assert session.events[2].to_json()["surfaceOp"] == {"op": "replace", "start": 0, "end": op["end"] or 0}
