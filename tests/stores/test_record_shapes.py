@@ -15,6 +15,8 @@
   it (and ``Session.append`` wrote a null ``turn/start``/``step/start``).
 * A ``sourceEventSeqs`` entry or a replace ``start``/``end`` of ``-0.0`` is seq 0 for dsh;
   harness refused the log.
+* A message event without a ``data`` key raised ``KeyError`` from the legacy pass; it is
+  a malformed message (``CorruptSession``), as dsh says.
 """
 
 from __future__ import annotations
@@ -260,3 +262,18 @@ def test_a_negative_zero_replace_bound_is_read_as_zero(tmp_path: Path, op: dict[
     expected = ["u-2"] if op["end"] == 1 else ["u-2", "u-1"]
     assert [message.id for message in session.derive_messages()] == expected
     assert session.events[2].to_json()["surfaceOp"] == {"op": "replace", "start": 0, "end": op["end"] or 0}
+
+
+@pytest.mark.parametrize("kind", ["user/message", "assistant/message", "tool/result"])
+def test_a_message_event_without_data_is_corruption_not_a_key_error(tmp_path: Path, kind: str) -> None:
+    """dsh: "lacks an identified message"; harness raised KeyError('data') from its legacy pass."""
+    events = [
+        ev("turn/start", {"turn": 1}),
+        {"type": kind, "surfaceOp": "append"},
+        ev("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    path = write_legacy(tmp_path, events)
+    before = path.read_bytes()
+    with pytest.raises(CorruptSession, match=f"{kind} at seq 1"):
+        read_session_file(str(path))
+    assert path.read_bytes() == before

@@ -290,11 +290,11 @@ def normalize_legacy(session_id: str, events: list[dict[str, Any]]) -> None:
         if type(kind) is not str or kind not in SURFACE_TYPES:
             continue
         _upgrade_message(session_id, event, kind, _seq_of(seq), message_ids)
-        data = event["data"]
-        problem = message_event_problem(kind, data)
+        upgraded_data: Any = event.get("data")  # no data: a malformed message, not a KeyError
+        problem = message_event_problem(kind, upgraded_data)
         if problem is not None:
             raise InvalidSeed(f"{kind} at seq {seq} {problem}", index=_index_of(seq), rule="message")
-        message = data if kind == "user/message" else data["message"]
+        message = upgraded_data if kind == "user/message" else upgraded_data["message"]
         message_ids[seq] = message["id"]
 
 
