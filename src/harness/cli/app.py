@@ -572,6 +572,17 @@ def tail(
             raise typer.Exit(130) from None
 
 
+def _escape_unencodable() -> None:
+    """A stored string may hold a lone surrogate (JavaScript writes one as ``\\ud800``),
+    which no UTF-8 stream can encode: print it as that escape (valid inside JSON output
+    too) instead of failing with ``UnicodeEncodeError`` halfway through a command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
     """Console-script entry point."""
+    _escape_unencodable()
     app()

@@ -50,9 +50,27 @@ def _safe(value: object) -> bool:
     return type(value) is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
 
 
+def _safe_read(value: object) -> int | None:
+    """A stored row's integer as dsh's ``Number.isSafeInteger`` reads it: an integral
+    float (``3.0``, ``-0.0``, which JSON cannot tell from ``3`` and ``0``) counts."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and _safe(value) else None
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is int or type(value) is float
+
+
 def is_packed_row(obj: object) -> bool:
-    """True when ``obj`` is tagged as a packed row (its validity is checked by ``expand_row``)."""
-    return isinstance(obj, dict) and obj.get("type") in PACKED_ROW_TYPES
+    """True when ``obj`` is tagged as a packed row (its validity is checked by ``expand_row``).
+
+    A ``type`` that is not a string (an array, an object) is no tag: it must not reach
+    the set lookup, where an unhashable value would raise ``TypeError``."""
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    return type(kind) is str and kind in PACKED_ROW_TYPES
 
 
 def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -63,8 +81,8 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
     kind = row.get("type")
     if set(row) != _ROW_KEYS or kind not in PACKED_ROW_TYPES:
         raise PackedRowError("packed row must have exactly type, seq0, time0, data")
-    seq0, time0, data = row["seq0"], row["time0"], row["data"]
-    if not _safe(seq0) or seq0 < 0 or not _safe(time0) or not isinstance(data, dict):
+    seq0, time0, data = _safe_read(row["seq0"]), _safe_read(row["time0"]), row["data"]
+    if seq0 is None or seq0 < 0 or time0 is None or not isinstance(data, dict):
         raise PackedRowError("packed row seq0/time0 must be safe integers and data an object")
     keys = set(data)
     if kind == "tool-call-chunks":
@@ -80,10 +98,13 @@ def expand_row(row: dict[str, Any]) -> list[dict[str, Any]]:
         pieces = data["texts"]
     if not isinstance(pieces, list) or not pieces or not all(isinstance(p, str) for p in pieces):
         raise PackedRowError("packed row pieces must be a non-empty array of strings")
-    gaps = data["dt"]
-    if not isinstance(gaps, list) or len(gaps) != len(pieces) - 1 or not all(_safe(g) for g in gaps):
+    read = [_safe_read(gap) for gap in data["dt"]] if isinstance(data["dt"], list) else [None]
+    gaps = [gap for gap in read if gap is not None]
+    if len(gaps) != len(read) or len(gaps) != len(pieces) - 1:
         raise PackedRowError("packed row dt must hold one safe-integer gap per member after the first")
     turn, step, index = data["turn"], data["step"], data["index"]
+    if not (_is_number(turn) and _is_number(step) and _is_number(index)):
+        raise PackedRowError("packed row turn, step and index must be numbers")
     events: list[dict[str, Any]] = []
     moment = time0
     for offset, piece in enumerate(pieces):

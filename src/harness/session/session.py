@@ -288,6 +288,10 @@ class Session:
         if ignorable is not True and ignorable is not False:
             raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
         check_json(data)
+        if data is None and (type == "turn/start" or type == "step/start"):
+            # dsh's crash-repair scan reads data.turn / data.step of every such event: a
+            # null there makes dsh refuse the whole log (the load refuses it too).
+            raise InvalidEvent(f"{type} data must not be null")
         call_ids = CALL_ID_CHECKS.get(type)
         if call_ids is not None:
             problem = call_ids(data)

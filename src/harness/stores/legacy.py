@@ -43,7 +43,7 @@ def refuse_retired(session_id: str, events: list[dict[str, Any]], location: str 
     for event in events:
         kind = event.get("type")
         seq = event.get("seq")
-        if kind in LEGACY_REFUSED_TYPES:
+        if type(kind) is str and kind in LEGACY_REFUSED_TYPES:  # an array or object type is unhashable
             raise UnsupportedFormat(
                 f"stored session {session_id!r} holds the retired event type {kind!r} at seq {seq}{suffix}"
             )
@@ -60,10 +60,30 @@ def refuse_unknown(session_id: str, events: list[dict[str, Any]], location: str 
     suffix = f" (raw log: {location})" if location else ""
     for event in events:
         kind = event.get("type")
-        if kind not in KNOWN_EVENT_TYPES and event.get("ignorable") is not True:
+        known = type(kind) is str and kind in KNOWN_EVENT_TYPES
+        if not known and event.get("ignorable") is not True:
             raise UnsupportedFormat(
                 f"stored session {session_id!r} holds event type {kind!r} at seq {event.get('seq')}, "
                 f"which this harness does not know and which is not marked ignorable{suffix}"
+            )
+
+
+_SCANNED_BY_REPAIR: Final = frozenset({"turn/start", "step/start", "tool/call"})
+
+
+def refuse_null_boundaries(events: list[dict[str, Any]]) -> None:
+    """Refuse a ``turn/start``, ``step/start`` or ``tool/call`` whose data is ``null``.
+
+    dsh's crash-repair scan reads ``data.turn``/``data.step``/``data.callId`` of every
+    such event in the log, so it refuses the whole session as corrupt; harness does too.
+    """
+    for index, event in enumerate(events):
+        kind = event.get("type")
+        if event.get("data", False) is None and type(kind) is str and kind in _SCANNED_BY_REPAIR:
+            raise InvalidSeed(
+                f"{kind} at seq {event.get('seq')} has null data (it must be an object)",
+                index=index,
+                rule="data",
             )
 
 
@@ -267,14 +287,14 @@ def normalize_legacy(session_id: str, events: list[dict[str, Any]]) -> None:
             raise InvalidSeed(
                 f"malformed pre-react-loop {kind} at seq {seq}: {why}", index=_index_of(seq), rule="legacy"
             ) from None
-        if kind not in SURFACE_TYPES:
+        if type(kind) is not str or kind not in SURFACE_TYPES:
             continue
         _upgrade_message(session_id, event, kind, _seq_of(seq), message_ids)
-        data = event["data"]
-        problem = message_event_problem(kind, data)
+        upgraded_data: Any = event.get("data")  # no data: a malformed message, not a KeyError
+        problem = message_event_problem(kind, upgraded_data)
         if problem is not None:
             raise InvalidSeed(f"{kind} at seq {seq} {problem}", index=_index_of(seq), rule="message")
-        message = data if kind == "user/message" else data["message"]
+        message = upgraded_data if kind == "user/message" else upgraded_data["message"]
         message_ids[seq] = message["id"]
 
 
@@ -296,9 +316,11 @@ def is_current(event: dict[str, Any]) -> bool:
     exact pipeline, so the passes keep their whole-log order of refusals.
     """
     kind = event.get("type")
-    if kind in LEGACY_REFUSED_TYPES or kind == _STEERING:
+    if type(kind) is not str or kind in LEGACY_REFUSED_TYPES or kind == _STEERING:
         return False
     data = event.get("data")
+    if data is None and kind in _SCANNED_BY_REPAIR:
+        return False
     if isinstance(data, dict):
         if kind == "user/message":
             if _pre_identity_user(data):

@@ -16,7 +16,7 @@ from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
 from harness.events.envelope import as_safe_int
 from harness.events.event import Event
 from harness.events.json import UnrepresentableJson, loads
-from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
+from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
@@ -61,10 +61,7 @@ def decode_row(
     when ``packed``. ``corrupt(detail)`` makes the error for a damaged row (the exact read)."""
     try:
         record = loads(line)
-        if packed and type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
-            members = expand_row(record)
-        else:
-            members = [record]
+        members = expand_row(record) if packed and is_packed_row(record) else [record]
     except UnrepresentableJson as error:
         raise corrupt(f"committed event at seq {seq} is JSON harness cannot read: {error}") from None
     except (ValueError, PackedRowError) as error:
@@ -107,7 +104,7 @@ def row_events(
             raise StreamRejected(f"unparsable row {index}") from None
         if type(record) is not dict:
             raise StreamRejected(f"row {index} is not an object")
-        if packed and record.get("type") in PACKED_ROW_TYPES:
+        if packed and is_packed_row(record):
             try:
                 members = expand_row(record)
             except PackedRowError:

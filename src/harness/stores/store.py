@@ -41,7 +41,14 @@ from harness.stores.backend import (
 )
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease, LeasingBackend, TailingBackend
-from harness.stores.legacy import check_closers, is_current, normalize_legacy, refuse_retired, refuse_unknown
+from harness.stores.legacy import (
+    check_closers,
+    is_current,
+    normalize_legacy,
+    refuse_null_boundaries,
+    refuse_retired,
+    refuse_unknown,
+)
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
 __all__ = ["Progress", "SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
@@ -79,6 +86,7 @@ def restore_stored(
             refuse_retired(session_id, events, log.location)
             normalize_legacy(session_id, events)
             refuse_unknown(session_id, events, log.location)
+            refuse_null_boundaries(events)
             session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
             check_closers(closers)
             return session, closers

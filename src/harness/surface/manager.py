@@ -64,8 +64,8 @@ def parse_surface_op(raw: object) -> SurfaceOp:
     if isinstance(raw, Mapping):
         if set(raw) != _REPLACE_KEYS or raw.get("op") != "replace":
             raise SurfaceRuleError("invalid replace surfaceOp: expected exactly {op: 'replace', start, end}")
-        start = as_safe_int(raw["start"])
-        end = as_safe_int(raw["end"])
+        start = as_safe_int(raw["start"], negative_zero=True)  # -0.0 is 0, as in dsh
+        end = as_safe_int(raw["end"], negative_zero=True)
         if start is None or end is None or start < 0 or end < 0:
             raise SurfaceRuleError("invalid replace surfaceOp: start and end must be non-negative integers")
         return Replace(start, end)
@@ -81,7 +81,7 @@ def _check_sources(kind: str, seq: int, raw: object) -> tuple[int, ...]:
         return ()
     out: list[int] = []
     for item in raw:
-        value = item if type(item) is int else as_safe_int(item)
+        value = item if type(item) is int else as_safe_int(item, negative_zero=True)
         if value is None or value < 0 or value > MAX_SAFE_INTEGER:
             raise SurfaceRuleError(f"{kind} sourceEventSeqs must contain non-negative safe integers")
         out.append(value)

@@ -14,7 +14,7 @@ import zstandard
 
 from harness.errors import CorruptSession
 from harness.events.json import loads
-from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
+from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.stores.jsonl.fileio import read_stable
 from harness.stores.jsonl.frames import FrameError, decode_frame, decode_torn, header_line_of, scan_frames
 from harness.stores.jsonl.paths import Compression
@@ -95,7 +95,7 @@ def _plaintext(path: str, compression: Compression) -> bytes:
 def _records(line: bytes) -> list[Any]:
     try:
         record = loads(line)
-        if type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
+        if is_packed_row(record):
             return list(expand_row(record))
     except (ValueError, PackedRowError):
         return []

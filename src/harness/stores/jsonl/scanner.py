@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from harness.errors import CorruptSession
 from harness.events.json import UnrepresentableJson, loads
-from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
+from harness.events.packed import PackedRowError, expand_row, is_packed_row
 
 __all__ = ["LineScanner", "ScanIssue"]
 
@@ -109,7 +109,7 @@ class LineScanner:
                     record = loads(raw)
                 except UnrepresentableJson as error:
                     record, beyond = error.value, error
-                if type(record) is dict and record.get("type") in PACKED_ROW_TYPES:
+                if is_packed_row(record):
                     decoded: list[Any] = expand_row(record)
                 else:
                     decoded = [record]

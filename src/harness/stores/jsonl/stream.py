@@ -17,7 +17,7 @@ from typing import Any, Final
 import zstandard
 
 from harness.events.json import loads
-from harness.events.packed import PACKED_ROW_TYPES, PackedRowError, expand_row
+from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.stores.backend import ReadProgress, StreamRejected
 from harness.stores.jsonl.frames import decode_frame
 
@@ -45,7 +45,7 @@ class _Lines:
                 raise StreamRejected(f"a line that does not decode ({error})") from None
             if type(record) is not dict:
                 raise StreamRejected("a line that is not an object")
-            if record.get("type") in PACKED_ROW_TYPES:
+            if is_packed_row(record):
                 try:
                     members = expand_row(record)
                 except PackedRowError:
