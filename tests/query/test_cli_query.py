@@ -15,8 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.providers.deepseek import DeepSeekProvider
+from harness.messages.request import EpochHeader
+from harness.providers.deepseek import DeepSeekProvider, OpenAICompatibleProvider
 from harness.query import index_of, messages_at, request_at, request_points, surface_at, trace, window
+from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.reader import read_session_file
@@ -177,6 +179,34 @@ def test_request_json_is_the_body_the_provider_sends(root: Root) -> None:
         code, out, _ = invoke(root, "request", root.session.id, str(point), "--json")
         assert code == 0
         assert json.loads(out) == provider.request_body(request_at(session, point))
+
+
+def test_request_json_materializes_a_header_as_the_provider_does(root: Root) -> None:
+    # the Builder's header names no reasoning effort: DeepSeekProvider fills in its default
+    session = stored(root, "markup")
+    point = request_points(session)[0]
+    assert request_at(session, point).config.get("reasoningEffort") is None
+    code, out, err = invoke(root, "request", "markup", str(point), "--json")
+    assert code == 0, err
+    provider = DeepSeekProvider(DeepSeekProvider.default_base_url, api_key="unused: nothing is sent")
+    body = json.loads(out)
+    assert body == provider.request_body(request_at(session, point)) and "thinking" in body
+
+
+def test_request_json_of_an_openai_compatible_route_has_no_thinking_fields(tmp_path: Path) -> None:
+    session = Session.create(SessionHeader.new(id="plain"))
+    header = EpochHeader.build(provider="openai-compatible", model="gpt-x", system="be brief")
+    session.append("request/header", {"header": header.to_json(), "reason": "initial"})
+    point = session.append("request/context", {"provider": "openai-compatible", "model": "gpt-x"}).seq
+    path = tmp_path / "plain.jsonl"
+    lines = [json.dumps(session.header.to_json(line=True)).encode(), *(e.encode() for e in session.events)]
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    result = runner.invoke(app, ["request", str(path), str(point), "--json"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    provider = OpenAICompatibleProvider(OpenAICompatibleProvider.default_base_url, api_key="unused")
+    assert body == provider.request_body(request_at(read_session_file(str(path)), point))
+    assert "thinking" not in body and body["messages"] == [{"role": "system", "content": "be brief"}]
 
 
 def test_request_before_finds_the_request_behind_an_event(root: Root) -> None:

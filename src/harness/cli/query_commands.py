@@ -9,6 +9,7 @@ sent, an unknown id) is one line on stderr and exit 1.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from typing import Any, Final
@@ -145,8 +146,11 @@ def trace_command(
     seq: int = typer.Argument(..., metavar="SEQ"),
     as_json: bool = typer.Option(False, "--json", help="Print the trace as JSON."),
 ) -> None:
-    """Everything one event is tied to: its sources and citations, its tool chain, the
-    compaction that shadowed it, its turn and step."""
+    """What one event is tied to: sources, citations, tool chain, compaction, turn.
+
+    Both directions: the events it cites and those citing it, the tool call it belongs to
+    (message, call, approvals, results), the replace and compaction that shadowed it, the
+    compaction it is part of, and its turn and step."""
     session = _inspect(ctx, session_id)
     with _errors():
         found = trace(index_of(session), seq)
@@ -242,15 +246,23 @@ def show(
 
 
 def request_body(options: GenerateOptions) -> dict[str, Any]:
-    """The chat-completions body ``options`` is sent as: ``build_body``, the function the
-    providers send with. The logged header is already materialized (the agent loop records
-    it so); an ``openai-compatible`` route gets no thinking fields, as its provider sends."""
-    from harness.providers.serialize import RequestRefused, build_body
+    """The chat-completions body ``options`` is sent as: the provider's own ``request_body``
+    (``materialize`` then ``build_body``; a header the agent loop logged is materialized
+    already, so nothing changes). The header's route picks the provider: ``openai-compatible``
+    is ``OpenAICompatibleProvider`` (no thinking fields), any other ``DeepSeekProvider``. The
+    provider is made with a placeholder key and never sends anything."""
+    from harness.providers.deepseek import DeepSeekProvider, OpenAICompatibleProvider
+    from harness.providers.serialize import RequestRefused
 
+    route = options.header.provider
+    kind = OpenAICompatibleProvider if route in _PLAIN_ROUTES else DeepSeekProvider
+    provider = kind(kind.default_base_url, api_key="unused: nothing is sent", route=route)
     try:
-        return build_body(options, reasoning=options.header.provider not in _PLAIN_ROUTES)
+        return provider.request_body(options)
     except RequestRefused as refused:
         _fail(f"this request cannot be expressed as a body: {refused}")
+    finally:
+        asyncio.run(provider.aclose())
 
 
 @app.command()
@@ -265,8 +277,10 @@ def request(
         False, "--json", help="Print the chat-completions body as the provider serializes it."
     ),
 ) -> None:
-    """The model request as sent at a request point SEQ (a request/context, or the event
-    before a response's first chunk): system prompt, tools, config and messages."""
+    """The model request as sent at request point SEQ (--before: behind any event).
+
+    A request point is a request/context or the event before a response's first chunk. Shows
+    the config, system prompt, tools and messages; --json the chat-completions body."""
     session = _inspect(ctx, session_id)
     with _errors():
         point = request_before(session, seq) if find else seq
@@ -335,8 +349,10 @@ def lineage_command(
     session_id: str = typer.Argument(..., metavar="ID|PATH"),
     as_json: bool = typer.Option(False, "--json", help="Print the lineage as JSON."),
 ) -> None:
-    """A session's fork ancestors (parentSession) and its descendants in the store. A session
-    file is placed among the store's sessions by the id and parent its header names."""
+    """A session's fork ancestors (parentSession) and its descendants in the store.
+
+    A session file is placed among the store's sessions by the id and parent its header
+    names."""
     given = _file_header(session_id) if os.path.isfile(session_id) else None
 
     async def work(store: SessionStore) -> Lineage:
