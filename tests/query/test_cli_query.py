@@ -243,6 +243,21 @@ def test_lineage_of_a_session_file_places_it_in_the_store(root: Root) -> None:
     assert code == 0 and json.loads(out)["ancestors"] == ["child", "parent"]
 
 
+def test_lineage_of_a_file_whose_parent_the_store_lacks_ends_missing(root: Root, tmp_path: Path) -> None:
+    orphan = Builder(Session.create(SessionHeader.new(id="ghost"))).closed_turn("hi", "hello").session
+    orphan = orphan.fork(id="orphan")
+    path = tmp_path / "orphan.jsonl"
+    lines = [json.dumps(orphan.header.to_json(line=True)).encode(), *(e.encode() for e in orphan.events)]
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    code, out, err = invoke(root, "lineage", str(path), "--json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert (found["target"], found["end"], found["missingParent"]) == ("orphan", "missing", "ghost")
+    code, out, _ = invoke(root, "lineage", str(path))
+    lines_out = [line.rstrip() for line in out.splitlines()]
+    assert lines_out[:2] == ["ghost  (missing from the store)", "  └ orphan  (this session)"]
+
+
 # ---- errors, markup, files -----------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from harness.cli.app import _errors, _fail, _inspect, _print_json, _with_store, app
 from harness.cli.render import fold_seqs, messages_table
-from harness.cli.summary import event_summary, plural, short
+from harness.cli.summary import event_summary, plural, short, value_text
 from harness.errors import HarnessError
 from harness.events.json import thaw
 from harness.messages.request import GenerateOptions
@@ -293,7 +293,7 @@ def request(
     config = {key: value for key, value in thaw(header.config).items() if key not in ("provider", "model")}
     lead = f"request at seq {point}" + (f" (the one behind seq {seq})" if point != seq else "")
     _line(console, (lead, "bold"), f": {header.provider} {header.model}")
-    _line(console, "  config: ", ", ".join(f"{k}={v}" for k, v in config.items()) or "none")
+    _line(console, "  config: ", ", ".join(f"{k}={value_text(v)}" for k, v in config.items()) or "none")
     system = header.system
     _line(console, "  system: ", short(system, max(console.width - 12, 20)) if system else "none")
     names = [str(tool.get("name", "?")) for tool in header.tools]
