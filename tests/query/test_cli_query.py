@@ -215,6 +215,7 @@ def test_request_before_finds_the_request_behind_an_event(root: Root) -> None:
     message = next(e.seq for e in session.events if e.type == "assistant/message" and e.seq not in points)
     code, _, err = invoke(root, "request", root.session.id, str(message))
     assert code == 1 and "not a request point" in err and len(err.strip().splitlines()) == 1
+    assert err.rstrip().endswith("(--before shows it)")
     assert "Traceback" not in err
     for columns in (80, 200):
         code, out, _ = invoke(root, "request", root.session.id, str(message), "--before", columns=columns)

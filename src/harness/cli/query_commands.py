@@ -23,7 +23,7 @@ from rich.text import Text
 from harness.cli.app import _errors, _fail, _inspect, _print_json, _with_store, app
 from harness.cli.render import fold_seqs, messages_table
 from harness.cli.summary import event_summary, plural, short, value_text
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InvalidQuery
 from harness.events.json import thaw
 from harness.messages.request import GenerateOptions
 from harness.query import (
@@ -284,7 +284,12 @@ def request(
     session = _inspect(ctx, session_id)
     with _errors():
         point = request_before(session, seq) if find else seq
-        options = request_at(session, point)
+        try:
+            options = request_at(session, point)
+        except InvalidQuery as refused:
+            if find or "the request in force there" not in str(refused):
+                raise
+            _fail(f"{refused} (--before shows it)")
     if as_json:
         _print_json(request_body(options))
         return
