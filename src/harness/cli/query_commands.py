@@ -38,6 +38,7 @@ from harness.query import (
     trace,
     window,
 )
+from harness.session.session import Session
 from harness.stores.store import SessionStore
 
 __all__ = ["MARKS", "request_body"]
@@ -265,6 +266,14 @@ def request_body(options: GenerateOptions) -> dict[str, Any]:
         asyncio.run(provider.aclose())
 
 
+def _has_request_before(session: Session, seq: int) -> bool:
+    """Whether a request other than one at ``seq`` was sent at or before ``seq``."""
+    try:
+        return request_before(session, seq) != seq
+    except InvalidQuery:
+        return False
+
+
 @app.command()
 def request(
     ctx: typer.Context,
@@ -287,7 +296,7 @@ def request(
         try:
             options = request_at(session, point)
         except InvalidQuery as refused:
-            if find or "the request in force there" not in str(refused):
+            if find or not _has_request_before(session, seq):
                 raise
             _fail(f"{refused} (--before shows it)")
     if as_json:
