@@ -391,11 +391,17 @@ def surface(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID|PATH", help=_ID_OR_PATH),
     as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
+    at: int | None = typer.Option(None, "--at", metavar="SEQ", help="As it was right after event SEQ."),
 ) -> None:
-    """The model history a session derives from its Surface."""
+    """The model history a session derives from its Surface (now, or right after --at SEQ)."""
     from harness.cli.render import messages_table, plural
 
     session = _inspect(ctx, session_id)
+    if at is not None:
+        from harness.cli.surface_at import show_surface_at
+
+        with _errors():
+            return show_surface_at(session, at, as_json, _print_json)
     messages = session.derive_messages()
     if as_json:
         _print_json(
