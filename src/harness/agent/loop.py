@@ -578,6 +578,7 @@ class Agent:
             call_id=call["id"],
             cancel=cancel,
             record=self._record,
+            events=self.session.events,
         )
         try:
             return await tool.run(arguments, context), None

@@ -88,8 +88,9 @@ def _provider(*, for_check: bool = False) -> Provider:
 
 def _tools() -> list[Tool]:
     from harness.tools.registry import default_tools
+    from harness.tools.session_search import SessionSearch
 
-    return list(default_tools())
+    return [*default_tools(), SessionSearch()]
 
 
 def _summarizer(provider: Provider, model: str) -> Summarizer:

@@ -3,7 +3,9 @@
 A checkpoint is a user message: ``[text: PREAMBLE + "\\n\\n<compacted-summary>", ...summary text
 blocks, text: "</compacted-summary>"]`` with source ``{kind: "plugin", plugin: "compact",
 compactionId, sourceCommandId?}``. The preamble is our own wording: it tells the model the
-block is a condensed record of earlier work to build on silently.
+block is a condensed record of earlier work to build on silently. When the agent is offered
+the recall tool (``session_search``), the preamble gains one sentence (``RECALL_NOTE``) saying
+that details the digest left out can be looked up with it; the shape stays the same.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "CLOSE_TAG",
     "OPEN_TAG",
     "PREAMBLE",
+    "RECALL_NOTE",
     "checkpoint_message",
     "checkpoint_source",
     "is_checkpoint_message",
@@ -30,6 +33,11 @@ PREAMBLE: Final = (
     "digest below so that it fits the context window. Take the digest as settled background, "
     "build on it without restating it, and carry on with the task from the messages that "
     "follow; do not comment on or acknowledge this note."
+)
+RECALL_NOTE: Final = (
+    "The full earlier conversation is still on record: when you need an exact detail the digest "
+    "leaves out (a value, a path, an error, an instruction), look it up with the {tool} tool "
+    "instead of guessing."
 )
 OPEN_TAG: Final = "<compacted-summary>"
 CLOSE_TAG: Final = "</compacted-summary>"
@@ -45,10 +53,17 @@ def checkpoint_source(compaction_id: str, source_command_id: str | None = None) 
 
 
 def checkpoint_message(
-    texts: Sequence[str], compaction_id: str, source_command_id: str | None = None
+    texts: Sequence[str],
+    compaction_id: str,
+    source_command_id: str | None = None,
+    *,
+    recall_tool: str | None = None,
 ) -> FrozenDict:
-    """The checkpoint user message framing ``texts`` (the summary's text blocks)."""
-    content = [text_block(PREAMBLE + "\n\n" + OPEN_TAG)]
+    """The checkpoint user message framing ``texts`` (the summary's text blocks); with
+    ``recall_tool`` (the name of a tool the model is offered), the preamble says that older
+    details can be looked up with it."""
+    preamble = PREAMBLE if recall_tool is None else PREAMBLE + " " + RECALL_NOTE.format(tool=recall_tool)
+    content = [text_block(preamble + "\n\n" + OPEN_TAG)]
     content += [text_block(text) for text in texts]
     content.append(text_block(CLOSE_TAG))
     return user_message(content, source=checkpoint_source(compaction_id, source_command_id))

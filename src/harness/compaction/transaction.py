@@ -56,9 +56,11 @@ from harness.errors import (
 )
 from harness.events.event import Event, Replace
 from harness.messages.model import Message
+from harness.messages.request import EpochHeader
 from harness.session.request import fold_request_header
 from harness.session.session import Session
 from harness.surface.projection import project
+from harness.tools.session_search import SESSION_SEARCH
 
 __all__ = ["Checkpoint", "CompactionResult", "Mode", "compact", "error_chain"]
 
@@ -125,6 +127,15 @@ async def _abortable(work: Awaitable[_T], cancel: asyncio.Event | None) -> _T:
     if task.cancelled() or (cancel.is_set() and not (task.done() and task.exception() is None)):
         raise _Cancelled()
     return task.result()
+
+
+def _recall_tool(header: EpochHeader | None) -> str | None:
+    """``session_search`` when the request header in force offers the model that tool (the
+    checkpoint then says older details can be looked up with it), else None."""
+    if header is None:
+        return None
+    offered = any(isinstance(tool, Mapping) and tool.get("name") == SESSION_SEARCH for tool in header.tools)
+    return SESSION_SEARCH if offered else None
 
 
 def _summary_data(
@@ -237,12 +248,13 @@ async def compact(
         if cancel is not None and cancel.is_set():
             raise _Cancelled()
         messages = tuple(Message(raw) for seq in region.seqs if (raw := project(events[seq])) is not None)
+        header = fold_request_header(events)
         request = SummaryRequest(
             session=session,
             compaction_id=compaction_id,
             messages=messages,
             seqs=region.seqs,
-            header=fold_request_header(events),
+            header=header,
             tokens=region.tokens,
             cancel=cancel,
         )
@@ -255,7 +267,9 @@ async def compact(
             raise SummaryFailed(error_chain(error), compaction_id=compaction_id) from error
         if not isinstance(summary, Summary):  # a summarizer that broke the protocol
             raise SummaryFailed(f"the summarizer returned {summary!r} instead of a Summary")
-        message = checkpoint_message(summary.texts, compaction_id, source_command_id)
+        message = checkpoint_message(
+            summary.texts, compaction_id, source_command_id, recall_tool=_recall_tool(header)
+        )
         checkpoint_tokens = price_message(message)
         if checkpoint_tokens >= region.tokens:
             raise SummaryFailed(

@@ -3,7 +3,8 @@
 ``base`` holds the protocol; ``workspace`` confines paths to the root; ``registry`` lists
 tools and builds the default set; ``records`` writes and reads the ``meta`` shapes cold
 recovery relies on. Each built-in lives in its own module (``read_file``, ``write_file``,
-``edit_file``, ``list_dir``, ``grep``, ``shell``, ``todo_write``).
+``edit_file``, ``list_dir``, ``grep``, ``shell``, ``todo_write``, ``session_search``: the
+agent's recall of its own log, offered by the CLI).
 
 """
 
@@ -27,12 +28,14 @@ if TYPE_CHECKING:
         default_registry,
         default_tools,
     )
+    from harness.tools.session_search import SESSION_SEARCH, SessionSearch
     from harness.tools.shell import RunShell
     from harness.tools.todo_write import TodoWrite
     from harness.tools.workspace import Workspace, file_sha256
     from harness.tools.write_file import WriteFile
 
 __all__ = [
+    "SESSION_SEARCH",
     "DuplicateTool",
     "EditFile",
     "FileAccess",
@@ -41,6 +44,7 @@ __all__ = [
     "ListDir",
     "ReadFile",
     "RunShell",
+    "SessionSearch",
     "TodoWrite",
     "Tool",
     "ToolContext",
@@ -71,6 +75,7 @@ _EXPORTS = {
         "default_registry",
         "default_tools",
     ),
+    "harness.tools.session_search": ("SESSION_SEARCH", "SessionSearch"),
     "harness.tools.shell": ("RunShell",),
     "harness.tools.todo_write": ("TodoWrite",),
     "harness.tools.workspace": ("Workspace", "file_sha256"),

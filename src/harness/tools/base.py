@@ -13,11 +13,13 @@ also reported to the model as an error result (code ``TOOL_CRASHED``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
+
+from harness.events.event import Event
 
 __all__ = ["Tool", "ToolContext", "ToolError", "ToolOutcome", "ToolSpec"]
 
@@ -61,10 +63,12 @@ class ToolError(Exception):
 
 
 class ToolContext:
-    """What a running tool may use: the workspace root, a cancel signal, and ``record``
-    to append a log-only event (``todo_write`` records ``todo/write``)."""
+    """What a running tool may use: the workspace root, a cancel signal, ``record``
+    to append a log-only event (``todo_write`` records ``todo/write``) and ``events``, a
+    read-only view of the running session's own log (``session_search`` reads it; empty
+    when the caller gives none)."""
 
-    __slots__ = ("call_id", "cancel", "record", "root")
+    __slots__ = ("call_id", "cancel", "events", "record", "root")
 
     def __init__(
         self,
@@ -73,11 +77,13 @@ class ToolContext:
         call_id: str = "",
         cancel: asyncio.Event | None = None,
         record: Callable[[str, Mapping[str, Any]], None] | None = None,
+        events: Sequence[Event] = (),
     ) -> None:
         self.root = root
         self.call_id = call_id
         self.cancel = cancel or asyncio.Event()
         self.record = record or (lambda kind, data: None)
+        self.events = events
 
 
 @runtime_checkable
