@@ -7,14 +7,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
 
 import harness
 from harness.agent.loop import Agent, AgentSettings
+from harness.cli import app
 from harness.compaction.checkpoint import PREAMBLE, RECALL_NOTE
 from harness.compaction.summarizer import Summary, SummaryRequest
 from harness.messages.request import GenerateOptions
 from harness.messages.stream import StreamChunk
 from harness.query import index_of
+from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from harness.tools.base import Tool
 from harness.tools.session_search import SessionSearch
 from tests.agent.scripted import ScriptedProvider, calls_reply, text_reply
@@ -100,3 +106,31 @@ def test_without_the_tool_the_checkpoint_keeps_its_plain_preamble() -> None:
     # the call to a tool it was not offered is an error result, never a crash
     final = session.derive_messages()[-1]
     assert final.text == "The key id was not found."
+
+
+def test_the_cli_agent_offers_session_search_and_it_reads_the_running_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-recall")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    root = tmp_path / "sessions"
+    script = [
+        Reply.tool_calls([("c1", "session_search", '{"query":"launch word"}')]),
+        Reply.text("The launch word is HELIOTROPE."),
+    ]
+    with FakeDeepSeek(script, api_key="sk-test-recall") as server:
+        monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+        result = CliRunner().invoke(
+            app,
+            ["--root", str(root), "run", "The launch word is HELIOTROPE.", "-w", str(workspace), "--json"],
+            catch_exceptions=False,
+        )
+        requests = list(server.requests)
+    assert result.exit_code == 0, result.output
+    assert "session_search" in [tool["function"]["name"] for tool in requests[0].body["tools"]]
+    tool_result = requests[1].messages[-1]
+    assert tool_result["role"] == "tool" and "#" in tool_result["content"]
+    assert "user/message [current]" in tool_result["content"] and "HELIOTROPE" in tool_result["content"]

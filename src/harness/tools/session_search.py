@@ -14,11 +14,11 @@ This read-only tool lets the model reach them. It has two modes (exactly one per
 
 It is built on ``harness.query`` (``EventFilter`` with a text clause, ``matching_seqs``,
 ``window``), in memory over the log ``ToolContext.events`` gives (the running session's own;
-no index yet, so each call folds the log once). It reaches only that session: a fork child's
-log holds its fork seed, so the history the agent inherited through a fork is searchable,
-but nothing else in the store is. Its own traffic (``session_search`` calls, their results,
-and the call blocks of the assistant messages that made them) never counts as a hit, so a
-search does not find itself.
+no index yet, so each call folds a snapshot of the log once, in a worker thread). It reaches
+only that session: a fork child's log holds its fork seed, so the history the agent inherited
+through a fork is searchable, but nothing else in the store is. Its own traffic
+(``session_search`` calls, their results, and the call blocks of the assistant messages that
+made them) never counts as a hit, so a search does not find itself.
 
 Output is capped: each event's text at ``max_event_chars``, each snippet at
 ``snippet_chars``, the whole answer at ``max_output_chars`` (8,000 by default); every cut is
@@ -27,6 +27,7 @@ marked in the text, and a closing bracketed note says how to read on.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -142,11 +143,14 @@ class SessionSearch:
                 f"Invalid arguments for session_search: {', '.join(sorted(search))} go with 'query', "
                 f"{', '.join(sorted(read))} with 'seq'; do not mix them.",
             )
-        events = context.events
-        length = len(events)  # a snapshot: the log may grow while the call runs
-        if not length:
+        events = tuple(context.events)  # a snapshot, taken here: the log may grow while the call runs
+        if not events:
             raise ToolError("NO_SESSION_LOG", "There is no session log to search in this context.")
-        index = QueryIndex(tuple(events[:length]))
+        return await asyncio.to_thread(self._answer, events, args)
+
+    def _answer(self, events: tuple[Event, ...], args: dict[str, Any]) -> ToolOutcome:
+        """The answer over the snapshot ``events`` (in a worker thread: events are immutable)."""
+        index = QueryIndex(events)
         own = _own_traffic(index)
         try:
             if "query" in args:
