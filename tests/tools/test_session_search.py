@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import harness
 from harness.events.event import Replace
@@ -121,6 +123,35 @@ def test_the_output_stays_inside_its_character_budget_and_marks_every_cut() -> N
     assert "[… cut:" in read.text and "read on with seq=" in read.text
     big = search(session, query="needle", limit=20)  # the default budget
     assert len(big.text) <= 8_000
+
+
+def test_a_fork_child_finds_the_history_it_inherited_but_not_the_parents_later_events() -> None:
+    parent = compacted_session()
+    child = parent.fork()
+    _say(parent, "after the fork: PARENT-ONLY-77")
+    _say(child, "the child goes on")
+    inherited = search(child, query=CONSTANT)
+    assert "#0 user/message [shadowed" in inherited.text
+    assert search(child, query="PARENT-ONLY-77").text.startswith("No event")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(st.text(min_size=0, max_size=3_000), min_size=1, max_size=12),
+    query=st.text(min_size=1, max_size=40).filter(lambda q: q.split() != []),
+    budget=st.integers(min_value=1_000, max_value=4_000),
+    limit=st.integers(min_value=1, max_value=20),
+)
+def test_any_answer_stays_inside_the_budget(texts: list[str], query: str, budget: int, limit: int) -> None:
+    session = harness.Session.create()
+    for text in texts:
+        _say(session, (text + " " + query) if text.strip() else query)
+    tool = SessionSearch(max_output_chars=budget, snippet_chars=200, max_event_chars=800)
+    hits = search(session, tool, query=query, limit=limit)
+    assert len(hits.text) <= budget and not hits.is_error
+    assert hits.meta is not None and hits.meta["hits"] >= 1
+    read = search(session, tool, seq=len(texts) - 1, before=10)
+    assert len(read.text) <= budget
 
 
 def test_its_own_calls_and_results_are_never_hits() -> None:
