@@ -19,11 +19,10 @@ from harness.agent.approval import ApprovalRequest
 from harness.agent.loop import Agent, AgentSettings
 from harness.cli import app
 from harness.session.request import build_request
-from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.reader import read_log_file
-from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from harness.tools.base import ToolContext, ToolOutcome, ToolSpec
+from tests.agent.cli_support import stored
 from tests.agent.pty_terminal import CTRL_C, ENTER, Terminal
 from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, text_reply
 from tests.agent.test_request_guard import assert_every_call_answered, save
@@ -50,16 +49,7 @@ def chat_args(root: Path, workspace: Path, *extra: str) -> list[str]:
 
 def only_session(root: Path) -> harness.Session:
     (log,) = root.rglob("session.jsonl.zstd")
-    session_id = read_log_file(str(log)).header.id
-
-    async def go() -> harness.Session:
-        store = SessionStore(JsonlBackend(root))
-        try:
-            return await store.inspect(session_id)
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
+    return stored(root, read_log_file(str(log)).header.id)
 
 
 def assert_turn_closed_after_its_call(session: harness.Session, call_id: str) -> None:

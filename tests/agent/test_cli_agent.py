@@ -25,34 +25,18 @@ from harness.session.request import build_request
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from tests.agent.cli_support import cli, offline_env, stored
 
 KEY = "sk-test-never-logged-4242"
 
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    offline_env(monkeypatch, KEY)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
     yield workspace
-
-
-def cli(root: Path, *args: str) -> Any:
-    return CliRunner().invoke(app, ["--root", str(root), *args], catch_exceptions=False)
-
-
-def stored(root: Path, session_id: str) -> harness.Session:
-    async def go() -> harness.Session:
-        store = SessionStore(JsonlBackend(root))
-        try:
-            return await store.inspect(session_id)
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
 
 
 def files_under(path: Path) -> Iterator[Path]:

@@ -9,7 +9,6 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -19,6 +18,7 @@ from harness.cli import app
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from tests.agent.cli_support import cli, offline_env
 
 KEY = "sk-test-exit-codes-7"
 WRITE = ("c1", "write_file", '{"path":"x.txt","content":"no"}')
@@ -26,17 +26,11 @@ WRITE = ("c1", "write_file", '{"path":"x.txt","content":"no"}')
 
 @pytest.fixture
 def workspace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    offline_env(monkeypatch, KEY)
     root = tmp_path / "ws"
     root.mkdir()
     (root / "notes.txt").write_text("alpha\n")
     yield root
-
-
-def cli(root: Path, *args: str) -> Any:
-    return CliRunner().invoke(app, ["--root", str(root), *args], catch_exceptions=False)
 
 
 def test_a_headless_denial_says_how_to_allow_it_and_exits_4(

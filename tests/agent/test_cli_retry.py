@@ -21,15 +21,14 @@ from harness.providers.retry import RetryPolicy
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from tests.agent.cli_support import offline_env
 
 KEY = "sk-test-retry-never-logged-77"
 
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    offline_env(monkeypatch, KEY)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     yield workspace

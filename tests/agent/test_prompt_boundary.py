@@ -25,6 +25,7 @@ from harness.messages.model import check_sendable, lone_surrogate, sendable, use
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from tests.agent.cli_support import stored
 from tests.agent.scripted import ScriptedProvider, text_reply
 
 KEY = "sk-test-prompt-boundary-58"
@@ -37,17 +38,6 @@ def child_env(server: FakeDeepSeek) -> dict[str, str]:
 
 def harness_cmd(root: Path, *args: str | bytes) -> list[str | bytes]:
     return [sys.executable, "-m", "harness", "--root", str(root), *args]
-
-
-def stored(root: Path, session_id: str) -> harness.Session:
-    async def go() -> harness.Session:
-        store = SessionStore(JsonlBackend(root))
-        try:
-            return await store.inspect(session_id)
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
 
 
 def files(root: Path) -> list[Path]:

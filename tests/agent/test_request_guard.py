@@ -22,6 +22,7 @@ from harness.session.request import UNANSWERED_CALL_TEXT, build_request, sendabl
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from tests.agent.cli_support import stored as load
 
 KEY = "sk-test-request-guard-31"
 MODEL = {"provider": "deepseek-official", "model": "deepseek-v4-flash"}
@@ -54,17 +55,6 @@ def save(root: Path, session: harness.Session) -> None:
         await store.close()
 
     asyncio.run(go())
-
-
-def load(root: Path, session_id: str) -> harness.Session:
-    async def go() -> harness.Session:
-        store = SessionStore(JsonlBackend(root))
-        try:
-            return await store.inspect(session_id)
-        finally:
-            await store.close()
-
-    return asyncio.run(go())
 
 
 def left_by_a_cancelled_approval(cwd: str) -> harness.Session:
