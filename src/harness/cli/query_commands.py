@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from harness.cli.app import _errors, _fail, _inspect, _print_json, _with_store, app
-from harness.cli.render import fold_seqs, messages_table
+from harness.cli.render import compact_table, fold_seqs, messages_table
 from harness.cli.summary import event_summary, plural, short, value_text
 from harness.errors import HarnessError, InvalidQuery
 from harness.events.json import thaw
@@ -175,16 +174,8 @@ def trace_command(
 
 def _records_table(records: Sequence[EventRecord], target: int, width: int) -> Table:
     wide = width >= _WIDE
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-        header_style="bold",
-        caption="C current, S shadowed (replaced later), - log-only; > the event asked for",
-        caption_justify="left",
-        caption_style="dim",
+    table = compact_table(
+        caption="C current, S shadowed (replaced later), - log-only; > the event asked for"
     )
     seq_w = max(3, *(len(str(r.seq)) + 1 for r in records))
     type_w = min(max(4, *(len(r.type) for r in records)), 30 if wide else 20)

@@ -24,6 +24,7 @@ from harness.messages.model import Message
 from harness.stores.backend import SessionInfo
 
 __all__ = [
+    "compact_table",
     "event_summary",
     "events_table",
     "fold_seqs",
@@ -34,6 +35,27 @@ __all__ = [
     "tail_line",
     "when",
 ]
+
+
+
+def compact_table(*, title: str | None = None, caption: str | None = None) -> Table:
+    """The borderless table the read commands print (a rule under the header, one space
+    between columns), with an optional dim title above and caption below, flush left."""
+    return Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        header_style="bold",
+        title=title,
+        title_justify="left",
+        title_style="dim",
+        caption=caption,
+        caption_justify="left",
+        caption_style="dim",
+    )
+
 
 _WIDE: int = 120  # from here on: full dates and the surface op spelled out
 _SOURCES: int = 100  # from here on: the sources column
@@ -120,19 +142,9 @@ def events_table(events: Sequence[Event], width: int = 80) -> RenderableType:
     if days and not wide:
         first, last = min(days), max(days)
         title = f"{first} (local time)" if first == last else f"{first} … {last} (local time)"
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-        header_style="bold",
+    table = compact_table(
         title=title,
-        title_justify="left",
-        title_style="dim",
         caption="S: + appends to the Surface, R replaces a range of it" if not wide and any(ops) else None,
-        caption_justify="left",
-        caption_style="dim",
     )
     table.add_column("seq", justify="right", no_wrap=True, min_width=seq_w)
     table.add_column("time", no_wrap=True, min_width=time_w, max_width=time_w)
@@ -188,14 +200,7 @@ def messages_table(messages: Sequence[Message], width: int = 80) -> RenderableTy
     role_w = max([len("role"), *(len(message.role) for message in messages)])
     source_w = max([len("source"), *(len(label) for label in labels)])
     content_w = max(width - index_w - role_w - source_w - 3 * _GAP, _MIN_SUMMARY // 2)
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-        header_style="bold",
-    )
+    table = compact_table()
     table.add_column("#", justify="right", no_wrap=True, min_width=index_w)
     table.add_column("role", no_wrap=True, min_width=role_w)
     table.add_column("source", no_wrap=True, min_width=source_w, max_width=source_w)
