@@ -24,6 +24,7 @@ LAYERS = [
     "compaction",
     "recovery",
     "agent",
+    "integrations",  # harness as another framework's store: each module needs its optional extra
 ]
 TOP = {"cli", "demos", "testing"}
 

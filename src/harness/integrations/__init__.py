@@ -1,0 +1,10 @@
+"""harness as the session store of other agent frameworks (``docs/integrations/``).
+
+Each integration is a module of its own that needs its framework's optional extra (for
+example ``pip install 'harness-sessions[openai-agents]'``); ``import harness`` never imports
+one, and this package imports none of them.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
