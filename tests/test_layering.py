@@ -19,6 +19,7 @@ LAYERS = [
     "session",
     "stores",
     "query",  # beside compaction and recovery: reads the log and the store, below the agent
+    "search",  # the full-text index of a store: query's rules over an FTS5 / tsvector index
     "tools",
     "providers",
     "compaction",

@@ -31,6 +31,7 @@ SUBPACKAGES = (
     "harness.compaction",
     "harness.recovery",
     "harness.query",
+    "harness.search",
     "harness.agent",
 )
 # the applications and test aids, not the library: not aggregated into harness

@@ -25,6 +25,7 @@ import harness.messages as _messages
 import harness.providers as _providers
 import harness.query as _query
 import harness.recovery as _recovery
+import harness.search as _search
 import harness.session as _session
 import harness.stores as _stores
 import harness.surface as _surface
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read for the names that load on
     from harness.providers import *  # noqa: F403
     from harness.query import *  # noqa: F403
     from harness.recovery import *  # noqa: F403
+    from harness.search import *  # noqa: F403
     from harness.stores import *  # noqa: F403
     from harness.tools import *  # noqa: F403
 
@@ -58,10 +60,11 @@ __all__ += _compaction.__all__
 __all__ += _providers.__all__
 __all__ += _query.__all__
 __all__ += _recovery.__all__
+__all__ += _search.__all__
 __all__ += _stores.__all__
 __all__ += _tools.__all__
 
-_LAZY_PACKAGES = (_agent, _compaction, _providers, _query, _recovery, _stores, _tools)
+_LAZY_PACKAGES = (_agent, _compaction, _providers, _query, _recovery, _search, _stores, _tools)
 
 if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
     __all__ = list(dict.fromkeys(__all__))  # compaction and query re-export their errors

@@ -37,7 +37,9 @@ Every error the public API raises on bad input or a refused operation is a
         ├── UnsupportedFormat     a foreign format version or an unknown event type
         ├── PersistenceFailed     a write or fsync failed; the batch stays queued
         ├── LeaseHeld             another owner holds an unexpired lease on the session
-        └── LeaseLost             this writer's lease expired or was taken over; nothing written
+        ├── LeaseLost             this writer's lease expired or was taken over; nothing written
+        └── SearchIndexError      a store's full-text index cannot be read or written
+            └── SearchIndexCorrupt  the index is damaged or not an index: rebuild it
 
 Every class also derives from ``ValueError`` where the cause is bad input, so code
 that only knows the standard library can still catch it.
@@ -71,6 +73,8 @@ __all__ = [
     "PersistenceFailed",
     "ProviderConfigError",
     "QueryError",
+    "SearchIndexCorrupt",
+    "SearchIndexError",
     "SessionConflict",
     "SessionExists",
     "SessionNotFound",
@@ -336,3 +340,14 @@ class CompactionConfigError(CompactionError, ValueError):
     """A compaction policy or pruner setting is out of range (FORMAT §11.3, §11.7)."""
 
     code = "config"
+
+
+class SearchIndexError(StorageError):
+    """A store's full-text index (``harness.search``) cannot be read or written: a locked,
+    read-only or full disk, a lost database connection. The store itself is untouched."""
+
+
+class SearchIndexCorrupt(SearchIndexError):
+    """The full-text index is damaged, or the file where it must live is not an index.
+    ``SearchIndex.rebuild()`` (``harness index --rebuild``) makes it again from the store:
+    it holds nothing the store does not."""

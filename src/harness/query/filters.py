@@ -140,6 +140,23 @@ class EventFilter:
         """Whether the event at ``seq`` of ``index`` passes every clause."""
         return _Compiled(self).matches(index, index.check_seq(seq))
 
+    def admits(
+        self,
+        *,
+        seq: int,
+        type: str,
+        time: int,
+        classification: Classification,
+        turn: int | None,
+        step: int | None,
+        text: str,
+    ) -> bool:
+        """Whether an event described by its fields passes every clause: what ``matches``
+        answers for the event at ``seq`` of an index when the fields are that event's
+        record (``text`` its semantic text). For readers that keep records elsewhere (the
+        full-text index); ``tests/query/test_filters.py`` holds the two to one answer."""
+        return _Compiled(self).admits(seq, type, time, classification, turn or 0, step or 0, text)
+
 
 class _Compiled:
     """A filter turned into the checks the scan runs, cheapest first."""
@@ -178,6 +195,28 @@ class _Compiled:
         if self.seqs and not any(seq in r for r in self.seqs):
             return False
         return self.passes(index, seq, event)
+
+    def admits(
+        self, seq: int, kind: str, time: int, classification: str, turn: int, step: int, text: str
+    ) -> bool:
+        """``passes`` over an event's fields instead of an index (the same clauses, in order)."""
+        if self.seqs and not any(seq in r for r in self.seqs):
+            return False
+        if (self.exact or self.families) and (
+            kind not in self.exact and not any(kind.startswith(family) for family in self.families)
+        ):
+            return False
+        if self.classes and QueryIndex.code_of(classification) not in self.classes:
+            return False
+        if self.turns and turn not in self.turns:
+            return False
+        if self.steps and step not in self.steps:
+            return False
+        if self.times and not any(time in r for r in self.times):
+            return False
+        return not self.needles or (
+            kind in TEXT_TYPES and bool(text) and any(needle.matches(text) for needle in self.needles)
+        )
 
     def passes(self, index: QueryIndex, seq: int, event: Any) -> bool:
         """Every clause but the seq clause (the scan's bounds already hold it)."""

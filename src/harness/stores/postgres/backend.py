@@ -274,6 +274,15 @@ class PostgresBackend:
                 ) from error
         raise AssertionError("unreachable")
 
+    async def run_sql(
+        self, fn: Callable[[Connection], Awaitable[T]], action: str, *, write: bool = False
+    ) -> T:
+        """Run ``fn`` on a pooled autocommit connection (schema prepared), with this backend's
+        error translation and one retry on a broken connection. For the layers above that
+        keep tables of their own in the schema (the search index); ``fn`` must be safe to
+        run twice."""
+        return await self._run(fn, action, None, write)
+
     async def _run_for_keeper(
         self, fn: Callable[[Connection], Awaitable[T]], action: str, session_id: str, write: bool
     ) -> T:

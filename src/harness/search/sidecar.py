@@ -1,0 +1,431 @@
+"""The SQLite FTS5 index: a sidecar file beside a JSONL root or an SQLite store.
+
+Schema (``PRAGMA application_id`` = ``0x68727378`` "hrsx", ``user_version`` = schema
+version; an older version is dropped and rebuilt, it holds nothing the store does not)::
+
+    sessions(key INTEGER PRIMARY KEY, id BLOB UNIQUE,   -- the id's UTF-8 (surrogatepass) bytes
+             cursor, token, header, tail, classes)      -- the SessionState (harness.search.plan)
+    rows(rowid INTEGER PRIMARY KEY, session_key, seq,   -- one per indexed event with text
+         type, time, class, turn, step, shadowed_by, compaction_id,
+         text BLOB)                                     -- its semantic text (UTF-8, surrogatepass)
+    fts USING fts5(body, content='', detail=none,       -- contentless: the index only
+                   tokenize='trigram case_sensitive 1') -- body = fold_text(text), rowid = rows.rowid
+
+A session's rows, its ``fts`` entries and its state row change in one ``BEGIN IMMEDIATE``
+transaction (``apply``), after checking that the state row is still the one the plan was
+made from (another process may have indexed the session meanwhile): a crash leaves every
+session at its old state or its new one, never between. The file runs in WAL mode
+(readers never wait for a catch-up) with ``synchronous=NORMAL``: a power cut may lose the
+last commits, which only makes the index stale, and the next catch-up redoes them.
+
+``detail=none`` keeps only which rows hold each trigram (no positions): the index is about
+a third of the size and twice as fast to build as with positions, and a query is the AND
+of its trigrams; the exact check happens afterwards, against the needle. A contentless
+table cannot read its text back, so deleting a row hands FTS5 the folded text again,
+recomputed from ``rows.text``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from harness.errors import SearchIndexCorrupt, SearchIndexError
+from harness.query.index import QueryIndex
+from harness.query.records import CLASSIFICATIONS
+from harness.search.backing import Candidate, CandidateQuery, Key
+from harness.search.fold import fold_text
+from harness.search.plan import SessionPlan, SessionState
+from harness.stores.worker import BlockingWorkers
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SidecarIndex"]
+
+APPLICATION_ID: Final = 0x68727378
+SCHEMA_VERSION: Final = 1
+_NOTADB: Final = 26
+_CORRUPT: Final = 11
+
+_T = TypeVar("_T")
+
+_SCHEMA: Final = (
+    "CREATE TABLE sessions (key INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, cursor INTEGER NOT NULL,"
+    " token TEXT NOT NULL, header TEXT NOT NULL, tail TEXT NOT NULL, classes BLOB NOT NULL) STRICT",
+    "CREATE TABLE rows (rowid INTEGER PRIMARY KEY, session_key INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    " type BLOB NOT NULL, time INTEGER NOT NULL, class INTEGER NOT NULL, turn INTEGER NOT NULL,"
+    " step INTEGER NOT NULL, shadowed_by INTEGER, compaction_id BLOB, text BLOB NOT NULL,"
+    " UNIQUE (session_key, seq)) STRICT",
+    "CREATE VIRTUAL TABLE fts USING fts5(body, content='', detail=none,"
+    " tokenize='trigram case_sensitive 1')",
+)
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _s(blob: bytes) -> str:
+    return bytes(blob).decode("utf-8", "surrogatepass")
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _prefilter(query: CandidateQuery, params: list[Any]) -> str:
+    """SQL conditions that keep a superset of what ``query.where`` admits (the engine checks
+    each candidate against the filter itself afterwards)."""
+    where = query.where
+    clauses: list[str] = []
+    if query.session is not None:
+        clauses.append("s.id = ?")
+        params.append(_b(query.session))
+    for column, ranges in (("r.seq", where.seqs), ("r.time", where.times)):
+        if ranges:
+            parts = []
+            for value in ranges:
+                bounds = []
+                if value.start is not None:
+                    bounds.append(f"{column} >= ?")
+                    params.append(value.start)
+                if value.end is not None:
+                    bounds.append(f"{column} <= ?")
+                    params.append(value.end)
+                parts.append(" AND ".join(bounds) or "1")
+            clauses.append("(" + " OR ".join(f"({part})" for part in parts) + ")")
+    if where.types:
+        parts = []
+        for kind in where.types:
+            if kind.endswith("/*"):
+                prefix = _b(kind[:-1])
+                parts.append(f"substr(r.type, 1, {len(prefix)}) = ?")
+                params.append(prefix)
+            else:
+                parts.append("r.type = ?")
+                params.append(_b(kind))
+        clauses.append("(" + " OR ".join(parts) + ")")
+    if where.classifications:
+        codes = sorted({QueryIndex.code_of(name) for name in where.classifications})
+        clauses.append(f"r.class IN ({', '.join(str(code) for code in codes)})")
+    for column, values in (("r.turn", where.turns), ("r.step", where.steps)):
+        if values:
+            clauses.append(f"{column} IN ({', '.join(str(int(value)) for value in sorted(set(values)))})")
+    return " AND ".join(clauses) if clauses else "1"
+
+
+_SELECT: Final = (
+    "SELECT s.id, r.seq, r.type, r.time, r.class, r.turn, r.step, r.shadowed_by, r.compaction_id, r.text"
+)
+
+
+class SidecarIndex:
+    """The index in an SQLite file (``:memory:`` for a memory store). Every call runs on one
+    dedicated thread that owns the connection."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        self._memory = os.fspath(path) == ":memory:"
+        self._path = os.fspath(path) if self._memory else str(Path(path).absolute())
+        self._busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+        self._worker = BlockingWorkers("harness-search", threads=1, idle_s=None)
+        self._closed = False
+
+    @property
+    def location(self) -> str:
+        """The index file (``:memory:`` for an in-memory index)."""
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"SidecarIndex({self._path!r})"
+
+    # ---- plumbing ---------------------------------------------------------------------
+
+    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn(*args)`` on the index's thread (the connection opened on first use)."""
+        if self._closed:
+            raise SearchIndexError(f"{self!r} is closed")
+        return await self._worker.run(self._guarded, fn, *args)
+
+    def _guarded(self, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            return fn(*args)
+        except sqlite3.DatabaseError as error:
+            code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+            if self._conn is not None and self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.rollback()
+            if code in (_NOTADB, _CORRUPT) or "malformed" in str(error):
+                raise SearchIndexCorrupt(
+                    f"the search index {self._path} is damaged ({error}): rebuild it "
+                    "(harness index --rebuild)"
+                ) from error
+            raise SearchIndexError(f"the search index {self._path} failed: {error}") from error
+
+    def _open(self) -> sqlite3.Connection:
+        if not self._memory:
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            if not os.path.exists(self._path):
+                fd = os.open(self._path, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+        conn = sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
+        try:
+            conn.execute("PRAGMA trusted_schema = OFF")
+            if not self._memory:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        application = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if application == APPLICATION_ID and version == SCHEMA_VERSION:
+            return
+        tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+        if application not in (0, APPLICATION_ID) or (application == 0 and tables):
+            raise SearchIndexCorrupt(
+                f"{self._path} is not a harness search index: move it away, or rebuild "
+                "(harness index --rebuild replaces it)"
+            )
+        if version > SCHEMA_VERSION:
+            raise SearchIndexError(
+                f"the search index {self._path} has version {version}, newer than this harness "
+                f"({SCHEMA_VERSION}): upgrade harness, or rebuild it"
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have created it meanwhile; an older version is dropped whole.
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                for name in ("fts", "rows", "sessions"):
+                    conn.execute(f"DROP TABLE IF EXISTS {name}")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        assert self._conn is not None
+        return self._conn
+
+    async def close(self) -> None:
+        """Close the connection and the thread."""
+        if self._closed:
+            return
+        try:
+            await self._worker.run(self._close)
+        finally:
+            self._closed = True
+            self._worker.close()
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # ---- state ------------------------------------------------------------------------
+
+    async def states(self) -> dict[str, SessionState]:
+        """The state of every indexed session."""
+        return await self.run(self._states)
+
+    def _states(self) -> dict[str, SessionState]:
+        out: dict[str, SessionState] = {}
+        for sid, cursor, token, header, tail, classes in self._db.execute(
+            "SELECT id, cursor, token, header, tail, classes FROM sessions"
+        ):
+            session_id = _s(sid)
+            out[session_id] = SessionState(
+                session_id=session_id, cursor=cursor, token=token, header=header, tail=tail, classes=classes
+            )
+        return out
+
+    async def apply(self, plan: SessionPlan) -> bool:
+        """Write ``plan`` in one transaction; ``False`` (nothing written) when the session's
+        state is no longer ``plan.expect``."""
+        return await self.run(self._apply, plan)
+
+    def _state_of(self, key: bytes) -> tuple[int, SessionState] | None:
+        row = self._db.execute(
+            "SELECT key, cursor, token, header, tail, classes FROM sessions WHERE id = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        skey, cursor, token, header, tail, classes = row
+        return skey, SessionState(
+            session_id=_s(key), cursor=cursor, token=token, header=header, tail=tail, classes=classes
+        )
+
+    def _delete_rows(self, skey: int) -> None:
+        conn = self._db
+        doomed = conn.execute("SELECT rowid, text FROM rows WHERE session_key = ?", (skey,)).fetchall()
+        conn.executemany(
+            "INSERT INTO fts (fts, rowid, body) VALUES ('delete', ?, ?)",
+            ((rowid, fold_text(_s(text))) for rowid, text in doomed),
+        )
+        conn.execute("DELETE FROM rows WHERE session_key = ?", (skey,))
+
+    def _apply(self, plan: SessionPlan) -> bool:
+        conn = self._db
+        state = plan.state
+        key = _b(state.session_id)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = self._state_of(key)
+            if (found[1] if found else None) != plan.expect:
+                conn.execute("ROLLBACK")
+                return False
+            if found is None:
+                skey = conn.execute(
+                    "INSERT INTO sessions (id, cursor, token, header, tail, classes)"
+                    " VALUES (?, 0, '', '', '', x'') RETURNING key",
+                    (key,),
+                ).fetchone()[0]
+            else:
+                skey = found[0]
+                if plan.reset:
+                    self._delete_rows(skey)
+            base = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM rows").fetchone()[0]
+            conn.executemany(
+                "INSERT INTO rows (rowid, session_key, seq, type, time, class, turn, step, shadowed_by,"
+                " compaction_id, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        base + i,
+                        skey,
+                        row.seq,
+                        _b(row.type),
+                        row.time,
+                        QueryIndex.code_of(row.classification),
+                        row.turn or 0,
+                        row.step or 0,
+                        row.shadowed_by,
+                        None if row.compaction_id is None else _b(row.compaction_id),
+                        _b(row.text),
+                    )
+                    for i, row in enumerate(plan.rows)
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO fts (rowid, body) VALUES (?, ?)",
+                ((base + i, fold_text(row.text)) for i, row in enumerate(plan.rows)),
+            )
+            conn.executemany(
+                "UPDATE rows SET class = ?, shadowed_by = ?, compaction_id = ?"
+                " WHERE session_key = ? AND seq = ?",
+                (
+                    (
+                        QueryIndex.code_of(item.classification),
+                        item.shadowed_by,
+                        None if item.compaction_id is None else _b(item.compaction_id),
+                        skey,
+                        item.seq,
+                    )
+                    for item in plan.reclass
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET cursor = ?, token = ?, header = ?, tail = ?, classes = ? WHERE key = ?",
+                (state.cursor, state.token, state.header, state.tail, state.classes, skey),
+            )
+            conn.execute("COMMIT")
+            return True
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+
+    async def drop(self, session_ids: Sequence[str]) -> None:
+        """Remove these sessions and their rows (they left the store)."""
+        await self.run(self._drop, list(session_ids))
+
+    def _drop(self, session_ids: list[str]) -> None:
+        conn = self._db
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for session_id in session_ids:
+                found = self._state_of(_b(session_id))
+                if found is not None:
+                    self._delete_rows(found[0])
+                    conn.execute("DELETE FROM sessions WHERE key = ?", (found[0],))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.rollback()
+            raise
+
+    async def clear(self) -> None:
+        """Start from nothing: the file is deleted and made again (so a damaged one is too)."""
+        await self.run(self._clear)
+
+    def _clear(self) -> None:
+        self._close()
+        if self._memory:
+            return
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path + suffix)
+
+    # ---- search -----------------------------------------------------------------------
+
+    async def candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
+        """Up to ``limit`` candidate rows in key order after ``after``."""
+        return await self.run(self._candidates, query, after, limit)
+
+    def _candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
+        params: list[Any] = []
+        if query.terms:
+            params.append(" AND ".join(_phrase(term) for term in query.terms))
+            pre = _prefilter(query, params)
+            sql = (
+                f"{_SELECT}, m.score FROM (SELECT rowid, bm25(fts) AS score FROM fts WHERE fts MATCH ?) AS m"
+                " JOIN rows AS r ON r.rowid = m.rowid JOIN sessions AS s ON s.key = r.session_key"
+                f" WHERE {pre}"
+            )
+            if after is not None:
+                sql += " AND (m.score, s.id, r.seq) > (?, ?, ?)"
+                params += [after[0], _b(after[1]), after[2]]
+            sql += " ORDER BY m.score, s.id, r.seq LIMIT ?"
+        else:
+            pre = _prefilter(query, params)
+            sql = (
+                f"{_SELECT}, 0.0 FROM rows AS r JOIN sessions AS s ON s.key = r.session_key WHERE {pre}"
+            )
+            if after is not None:
+                sql += " AND (s.id, r.seq) > (?, ?)"
+                params += [_b(after[1]), after[2]]
+            sql += " ORDER BY s.id, r.seq LIMIT ?"
+        params.append(limit)
+        names = CLASSIFICATIONS_BY_CODE
+        found = self._db.execute(sql, params)
+        return [
+            Candidate(
+                session_id=_s(sid),
+                seq=seq,
+                type=_s(kind),
+                time=time,
+                classification=names[code],
+                turn=turn or None,
+                step=step or None,
+                shadowed_by=shadowed_by,
+                compaction_id=None if compaction is None else _s(compaction),
+                text=_s(text),
+                score=float(score),
+            )
+            for sid, seq, kind, time, code, turn, step, shadowed_by, compaction, text, score in found
+        ]
+
+
+CLASSIFICATIONS_BY_CODE: Final = {QueryIndex.code_of(name): name for name in CLASSIFICATIONS}
