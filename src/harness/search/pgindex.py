@@ -75,10 +75,15 @@ SEARCH_SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
 
 async def _version(conn: Connection, schema: str) -> int | None:
+    # pg_tables, not to_regclass: the catalog cache may still hold "no such table" from before
+    # the advisory lock wait (invalidations are read at lock or transaction start only).
     row = await (
-        await conn.execute("SELECT to_regclass(format('%%I.search_schema_version', %s::text))", (schema,))
+        await conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = 'search_schema_version'",
+            (schema,),
+        )
     ).fetchone()
-    if row is None or row[0] is None:
+    if row is None:
         return None
     row = await (
         await conn.execute(
