@@ -7,9 +7,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from harness.events.event import Event
 from harness.query import EventFilter, TextNeedle, event_text, filter_events, index_of
 from harness.search import SearchHit, SearchIndex, SearchPage
@@ -68,9 +65,8 @@ class Place:
         try:
             yield store
         finally:
-            if self.kind == "memory":
-                return  # closing would not lose anything, but the same backend serves the next store
-            await store.close()
+            if self.kind != "memory":  # a memory backend serves the next store of the test too
+                await store.close()
 
     def drop(self) -> None:
         if self.schema is None:
@@ -78,11 +74,6 @@ class Place:
         from tests.stores.pg import drop_schema, server_dsn
 
         drop_schema(server_dsn(), self.schema)
-
-
-def drop_pg_schema(dsn: str, schema: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 async def all_pages(

@@ -92,11 +92,17 @@ async def inspected(store: SessionStore) -> list[Session]:
     return [await store.inspect(info.id) for info in await store.list()]
 
 
-async def assert_same(store: SessionStore, index: SearchIndex, text: str, **options: object) -> dict:  # type: ignore[type-arg]
-    hits, _ = await all_pages(index, text, **options)
-    where = options.get("filter")
-    session = options.get("session")
-    expected = brute(await inspected(store), text, where, session)  # type: ignore[arg-type]
+async def assert_same(
+    store: SessionStore,
+    index: SearchIndex,
+    text: str,
+    *,
+    filter: EventFilter | None = None,
+    session: str | None = None,
+) -> dict[tuple[str, int], str]:
+    """Every page of the search equals the query layer's answer; returns it."""
+    hits, _ = await all_pages(index, text, filter=filter, session=session)
+    expected = brute(await inspected(store), text, filter, session)
     assert found(hits) == expected, text
     return expected
 
@@ -148,11 +154,13 @@ def test_a_compaction_after_indexing_changes_the_classification(place: Place) ->
         report = await index.catch_up()
         assert report.reclassified > 0 and report.reset == 0
         hits = await assert_same(store, index, "launch code", session="alpha")
-        assert {seq: cls for (_, seq), cls in hits.items() if seq in first} == dict.fromkeys(first, "shadowed")
+        now = {seq: cls for (_, seq), cls in hits.items() if seq in first}
+        assert now == dict.fromkeys(first, "shadowed")
         page = await index.search("launch code", filter=EventFilter(classifications=("shadowed",)))
         assert {hit.seq for hit in page.hits} >= set(first)
         assert all(hit.shadowed_by is not None and hit.compaction_id for hit in page.hits if hit.seq in first)
-        assert not [hit for hit in (await index.search("launch code", filter=EventFilter(classifications=("current",)))).hits if hit.seq in first]
+        current = await index.search("launch code", filter=EventFilter(classifications=("current",)))
+        assert not [hit for hit in current.hits if hit.seq in first]
 
     run(place, scenario)
 
@@ -203,10 +211,10 @@ def test_the_cursor_pages_through_every_hit_and_refuses_another_query(place: Pla
         ):
             text = str(other.pop("text"))
             with pytest.raises(InvalidQuery, match="another query"):
-                await index.search(text, limit=5, cursor=cursor, **other)  # type: ignore[arg-type]
+                await index.search(text, limit=5, cursor=cursor, **other)  # type: ignore[arg-type,unused-ignore]
         for refused in ({"limit": 0}, {"limit": 501}, {"limit": True}, {"session": ""}):
             with pytest.raises(InvalidQuery):
-                await index.search("page", **refused)  # type: ignore[arg-type]
+                await index.search("page", **refused)  # type: ignore[arg-type,unused-ignore]
         for blank in ("", "   ", "\n\t"):
             with pytest.raises(InvalidQuery):
                 await index.search(blank)
@@ -218,7 +226,7 @@ def test_the_query_layer_filters_apply(place: Place) -> None:
     async def scenario(store: SessionStore, index: SearchIndex) -> None:
         alpha, _ = await fill(store)
         await compact_now(alpha, FixedSummarizer(), retain_tokens=0)
-        Builder(alpha).closed_turn("launch code after", "launch code reply", tools=1, output="launch code out")
+        Builder(alpha).closed_turn("launch code after", "launch code reply", tools=1, output="launch code")
         await store.flush(alpha)
         times = sorted(event.time for event in alpha.events)
         filters = [

@@ -79,7 +79,8 @@ async def _version(conn: Connection, schema: str) -> int | None:
     # the advisory lock wait (invalidations are read at lock or transaction start only).
     row = await (
         await conn.execute(
-            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = %s AND tablename = 'search_schema_version'",
+            "SELECT 1 FROM pg_catalog.pg_tables"
+            " WHERE schemaname = %s AND tablename = 'search_schema_version'",
             (schema,),
         )
     ).fetchone()

@@ -368,7 +368,9 @@ class SidecarIndex:
 
     async def clear(self) -> None:
         """Start from nothing: the file is deleted and made again (so a damaged one is too)."""
-        await self.run(self._clear)
+        if self._closed:
+            raise SearchIndexError(f"{self!r} is closed")
+        await self._worker.run(self._clear)  # never opens the file: it may be what is damaged
 
     def _clear(self) -> None:
         self._close()
