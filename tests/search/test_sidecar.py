@@ -34,7 +34,9 @@ def _log_dir(root: Path, session_id: str) -> Path:
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
-def test_a_jsonl_root_keeps_the_sidecar_at_its_top_and_never_lists_it(tmp_path: Path, compression: str) -> None:
+def test_a_jsonl_root_keeps_the_sidecar_at_its_top_and_never_lists_it(
+    tmp_path: Path, compression: str
+) -> None:
     root = tmp_path / "root"
 
     async def main() -> None:
@@ -146,16 +148,18 @@ def test_a_damaged_sidecar_is_a_typed_error_and_rebuild_mends_it(tmp_path: Path,
             conn.execute("CREATE TABLE mine (x)")
 
     async def search_then_rebuild() -> None:
-        async with SessionStore(JsonlBackend(root, compression="none")) as store:
-            async with open_search_index(store) as index:
-                with pytest.raises(SearchIndexCorrupt, match="rebuild"):
-                    for text in ("launch", "sequence 7", "ok"):
-                        await index.search(text)
-                report = await index.rebuild()
-                assert report.reset == report.sessions == 32
-                sessions = [await store.inspect(info.id) for info in await store.list()]
-                hits, _ = await all_pages(index, "sequence 7", limit=50)
-                assert found(hits) == brute(sessions, "sequence 7")
+        async with (
+            SessionStore(JsonlBackend(root, compression="none")) as store,
+            open_search_index(store) as index,
+        ):
+            with pytest.raises(SearchIndexCorrupt, match="rebuild"):
+                for text in ("launch", "sequence 7", "ok"):
+                    await index.search(text)
+            report = await index.rebuild()
+            assert report.reset == report.sessions == 32
+            sessions = [await store.inspect(info.id) for info in await store.list()]
+            hits, _ = await all_pages(index, "sequence 7", limit=50)
+            assert found(hits) == brute(sessions, "sequence 7")
 
     asyncio.run(search_then_rebuild())
 
