@@ -59,6 +59,7 @@ from harness.messages.stream import (
     StreamChunk,
 )
 from harness.providers.base import Provider, RetryingProvider
+from harness.query.line import SessionReader
 from harness.recovery import WORKSPACE_BASELINE, capture_baseline
 from harness.session.request import build_request, fold_request_header
 from harness.session.session import Session
@@ -110,7 +111,10 @@ class _TurnEnded(Exception):
 class Agent:
     """Runs turns on ``session``. ``checkpoint`` makes the session durable (usually
     ``store.flush``); without one, nothing is flushed (an in-memory run). ``retry_sleep``
-    replaces ``asyncio.sleep`` for the waits between model-request retries (tests)."""
+    replaces ``asyncio.sleep`` for the waits between model-request retries (tests).
+    ``sessions`` is a read-only handle on the store (``harness.query.StoreReader``) that the
+    tools get in their context: ``session_search`` reaches the session's fork ancestors
+    through it."""
 
     def __init__(
         self,
@@ -126,8 +130,10 @@ class Agent:
         summarizer: Summarizer | None = None,
         compaction: CompactionPolicy | None = None,
         retry_sleep: Sleep | None = None,
+        sessions: SessionReader | None = None,
     ) -> None:
         self.session = session
+        self.sessions = sessions
         self.provider = provider
         self.settings = settings
         self.workspace = Path(workspace)
@@ -579,6 +585,8 @@ class Agent:
             cancel=cancel,
             record=self._record,
             events=self.session.events,
+            header=self.session.header,
+            sessions=self.sessions,
         )
         try:
             return await tool.run(arguments, context), None

@@ -55,6 +55,7 @@ from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from harness.errors import InvalidMessage
 from harness.events.event import Event
 from harness.providers.base import Provider
+from harness.query.line import StoreReader
 from harness.recovery import WorldReport
 from harness.recovery.render import render_report
 from harness.session.session import Session
@@ -133,6 +134,7 @@ async def _run_turns(
         checkpoint=store.flush,
         approver=approver,
         summarizer=_summarizer(provider, model),
+        sessions=StoreReader(store),
     )
     unsubscribe = session.subscribe(LivePrinter(console))
     outcome = None

@@ -14,6 +14,9 @@ recall tool and the retention evaluation all ask the log their questions through
   turn and step;
 - ``reads`` (``window``, ``page``): bounded reads with classification;
 - ``forks`` (``lineage``, ``store_lineage``): fork ancestors and descendants across a store;
+- ``line`` (``fork_line``, ``ForkLine``, ``StoreReader``): a session and its fork ancestors
+  through a read-only handle on the store, each with the part of its log the line did not
+  inherit (what the recall tool reaches);
 - ``timetravel``: the Surface, the model history and the model request as they were right
   after any event (``surface_at``, ``messages_at``, ``request_at``, ``request_before``).
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from harness.query.filters import EventFilter, Range, filter_events, matching_seqs
     from harness.query.forks import Lineage, LineageNode, lineage, store_lineage
     from harness.query.index import QueryIndex, QuerySource, classify, index_of
+    from harness.query.line import ForkLine, LineMember, SessionReader, StoreReader, fork_line
     from harness.query.match import TextNeedle
     from harness.query.reads import MAX_PAGE, MAX_WINDOW, EventPage, EventWindow, page, window
     from harness.query.records import (
@@ -65,14 +69,18 @@ __all__ = [
     "EventPage",
     "EventRecord",
     "EventWindow",
+    "ForkLine",
     "InvalidQuery",
+    "LineMember",
     "Lineage",
     "LineageNode",
     "QueryError",
     "QueryIndex",
     "QuerySource",
     "Range",
+    "SessionReader",
     "Span",
+    "StoreReader",
     "TextNeedle",
     "TimeTravel",
     "ToolChain",
@@ -80,6 +88,7 @@ __all__ = [
     "classify",
     "event_text",
     "filter_events",
+    "fork_line",
     "index_of",
     "lineage",
     "matching_seqs",
@@ -100,6 +109,7 @@ _EXPORTS = {
     "harness.query.filters": ("EventFilter", "Range", "filter_events", "matching_seqs"),
     "harness.query.forks": ("Lineage", "LineageNode", "lineage", "store_lineage"),
     "harness.query.index": ("QueryIndex", "QuerySource", "classify", "index_of"),
+    "harness.query.line": ("ForkLine", "LineMember", "SessionReader", "StoreReader", "fork_line"),
     "harness.query.match": ("TextNeedle",),
     "harness.query.reads": ("MAX_PAGE", "MAX_WINDOW", "EventPage", "EventWindow", "page", "window"),
     "harness.query.records": (

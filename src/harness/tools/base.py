@@ -15,11 +15,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import msgspec
 
 from harness.events.event import Event
+
+if TYPE_CHECKING:
+    from harness.query.line import SessionReader
+    from harness.session.header import SessionHeader
 
 __all__ = ["Tool", "ToolContext", "ToolError", "ToolOutcome", "ToolSpec"]
 
@@ -66,9 +70,11 @@ class ToolContext:
     """What a running tool may use: the workspace root, a cancel signal, ``record``
     to append a log-only event (``todo_write`` records ``todo/write``) and ``events``, a
     read-only view of the running session's own log (``session_search`` reads it; empty
-    when the caller gives none)."""
+    when the caller gives none). ``header`` is that session's header (its id and fork
+    parent) and ``sessions`` a read-only handle on the store it lives in, through which
+    ``session_search`` reaches the session's fork ancestors (``None``: none reachable)."""
 
-    __slots__ = ("call_id", "cancel", "events", "record", "root")
+    __slots__ = ("call_id", "cancel", "events", "header", "record", "root", "sessions")
 
     def __init__(
         self,
@@ -78,12 +84,16 @@ class ToolContext:
         cancel: asyncio.Event | None = None,
         record: Callable[[str, Mapping[str, Any]], None] | None = None,
         events: Sequence[Event] = (),
+        header: SessionHeader | None = None,
+        sessions: SessionReader | None = None,
     ) -> None:
         self.root = root
         self.call_id = call_id
         self.cancel = cancel or asyncio.Event()
         self.record = record or (lambda kind, data: None)
         self.events = events
+        self.header = header
+        self.sessions = sessions
 
 
 @runtime_checkable
