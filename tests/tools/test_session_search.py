@@ -125,7 +125,11 @@ def test_the_output_stays_inside_its_character_budget_and_marks_every_cut() -> N
     assert len(big.text) <= 8_000
 
 
-def test_a_fork_child_finds_the_history_it_inherited_but_not_the_parents_later_events() -> None:
+def test_a_fork_child_without_a_store_handle_finds_its_inherited_history_not_the_parents_later_events() -> (
+    None
+):
+    """Its fork seed is its own log; the parent's later events need the store (see
+    test_session_search_line.py)."""
     parent = compacted_session()
     child = parent.fork()
     _say(parent, "after the fork: PARENT-ONLY-77")

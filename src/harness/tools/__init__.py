@@ -4,7 +4,8 @@
 tools and builds the default set; ``records`` writes and reads the ``meta`` shapes cold
 recovery relies on. Each built-in lives in its own module (``read_file``, ``write_file``,
 ``edit_file``, ``list_dir``, ``grep``, ``shell``, ``todo_write``, ``session_search``: the
-agent's recall of its own log, offered by the CLI).
+agent's recall of its own log and its fork ancestors', offered by the CLI; ``recall_text`` holds
+the text pieces of its answers).
 
 """
 

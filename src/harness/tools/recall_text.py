@@ -139,11 +139,6 @@ class Budget:
         self.size += cost
         return True
 
-    @property
-    def full(self) -> bool:
-        """Whether no further entry of any size fits."""
-        return self.size + 2 >= self.most
-
     def text(self, note: str) -> str:
         """The entries, then ``note`` after a blank line."""
         return "\n\n".join(self.entries) + "\n\n" + note
