@@ -5,11 +5,14 @@ session; siblings, descendants, other lines and made-up ids refused as typed too
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.errors import CorruptSession
 from harness.events.event import Replace
@@ -317,3 +320,51 @@ def test_the_cap_holds_over_long_ids_and_many_ancestors() -> None:
     answers, cut = asyncio.run(main())
     assert all(len(answer.text) <= 1_000 for answer in answers)
     assert "The fork line goes on past 3 ancestors (to session " in cut.text and len(cut.text) <= 1_000
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=2), st.text(min_size=0, max_size=2_500)),
+        min_size=1,
+        max_size=12,
+    ),
+    budget=st.integers(min_value=1_000, max_value=3_000),
+    limit=st.integers(min_value=1, max_value=20),
+)
+def test_any_answer_over_a_line_stays_inside_the_budget_and_names_each_hits_session(
+    texts: list[tuple[int, str]], budget: int, limit: int
+) -> None:
+    """Texts go to g, p (forked from g) or c (forked from p), each holding the needle; every
+    search and read keeps to the budget, and every hit header names a session of the line."""
+
+    async def main() -> list[ToolOutcome]:
+        store = SessionStore(MemoryBackend())
+        g = await store.create(id="g")
+        _say(g, "needle at the root")
+        p = await store.adopt(g.fork(id="p"))
+        c = await store.adopt(p.fork(id="c"))
+        sessions = (g, p, c)
+        for where, text in texts:
+            _say(sessions[where], text + " needle")
+        for session in sessions:
+            await store.flush(session)
+        tool = SessionSearch(max_output_chars=budget, snippet_chars=200, max_event_chars=600)
+        context = ToolContext(Path("."), events=c.events, header=c.header, sessions=StoreReader(store))
+        answers = [await tool.run({"query": "needle", "limit": limit}, context)]
+        for sid in ("c", "p", "g"):
+            answers.append(await tool.run({"query": "needle", "session": sid, "limit": limit}, context))
+            answers.append(await tool.run({"seq": 0, "session": sid, "after": 10}, context))
+        await store.close()
+        return answers
+
+    answers = asyncio.run(main())
+    for answer in answers:
+        assert len(answer.text) <= budget and not answer.is_error
+    for line in answers[0].text.splitlines():
+        if re.match(r"#\d+ user/message \[", line):  # a hit's header (texts are random)
+            assert (
+                " in session c (this session)" in line
+                or " in session p (fork parent; " in line
+                or (" in session g (fork grandparent; " in line)
+            ), line
