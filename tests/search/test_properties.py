@@ -59,7 +59,7 @@ def test_folding_is_one_character_for_one_and_blanks_what_no_index_holds() -> No
     assert len(query_terms("x" * 10 + " " + "".join(chr(0x4E00 + i) for i in range(200)))) == 48
 
 
-ALPHABET = list("abcABC xyz-*\"'():_%ſKkİiıςσΣ中文检查点数据\n\t\u3000") + ["  "]
+ALPHABET = [*"abcABC xyz-*\"'():_%ſKkİiıςσΣ中文检查点数据\n\t\u3000", "  "]
 texts = st.lists(st.sampled_from(ALPHABET), min_size=1, max_size=40).map("".join)
 
 
