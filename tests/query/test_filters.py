@@ -178,3 +178,32 @@ def test_range_values_are_checked() -> None:
     with pytest.raises(InvalidQuery, match="start 5 is after its end 3"):
         Range(5, 3)
     assert 3 in Range(3, 3) and 4 not in Range(3, 3) and True not in Range(0, 5)
+
+
+def test_admits_answers_as_matches_over_an_events_fields(case: Compacted) -> None:
+    """``admits`` (what the full-text index checks its rows with) and ``matches`` are one rule."""
+    index = index_of(case.session)
+    times = sorted(event.time for event in case.session.events)
+    filters = [
+        EventFilter(),
+        EventFilter(seqs=(Range(3, 40), Range(90, None))),
+        EventFilter(times=(Range(times[len(times) // 3], times[2 * len(times) // 3]),)),
+        EventFilter(types=("tool/*", "user/message")),
+        EventFilter(classifications=("shadowed", "log-only")),
+        EventFilter(turns=(1, 100), steps=(1,)),
+        EventFilter(text=("launch code", "file")),
+        EventFilter(types=("user/message",), classifications=("current",), text=("Last",)),
+    ]
+    for where in filters:
+        for seq in range(len(index)):
+            record = index.record(seq)
+            fields = {
+                "seq": seq,
+                "type": record.type,
+                "time": record.event.time,
+                "classification": record.classification,
+                "turn": record.turn,
+                "step": record.step,
+                "text": event_text(record.event),
+            }
+            assert where.admits(**fields) == where.matches(index, seq), (where, seq)

@@ -73,6 +73,12 @@ class Backing(Protocol):
         """Remove everything (a rebuild starts from nothing)."""
         ...
 
+    async def narrow(self, query: CandidateQuery) -> CandidateQuery | None:
+        """``query`` with the terms that narrow best (any subset of them is a superset of
+        the hits), or ``None`` when some term is in no row: nothing can match. Called once
+        per search, so that every batch of it ranks by the same terms."""
+        ...
+
     async def candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
         """Up to ``limit`` rows in key order (score, session id, seq) after ``after``."""
         ...

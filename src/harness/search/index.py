@@ -165,11 +165,11 @@ class SearchIndex:
         stale: tuple[StaleSession, ...] = ()
         if catch_up:
             stale = (await self.catch_up()).stale
-        query = CandidateQuery(terms=terms, where=where, session=session)
+        narrowed = await self._backing.narrow(CandidateQuery(terms=terms, where=where, session=session))
         hits: list[SearchHit] = []
         next_cursor: str | None = None
-        while next_cursor is None:
-            batch = await self._backing.candidates(query, after, _BATCH)
+        while next_cursor is None and narrowed is not None:
+            batch = await self._backing.candidates(narrowed, after, _BATCH)
             for candidate in batch:
                 after = candidate.key
                 if not _admitted(candidate, needle, where):

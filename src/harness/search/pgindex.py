@@ -327,6 +327,10 @@ class PostgresIndex:
 
         await self._run(write, "clearing the search index", write=True)
 
+    async def narrow(self, query: CandidateQuery) -> CandidateQuery | None:
+        """Every term: the GIN index intersects its posting lists itself."""
+        return query
+
     async def candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
         params: list[Any] = []
         clauses = _prefilter(query, params)

@@ -10,6 +10,7 @@ version; an older version is dropped and rebuilt, it holds nothing the store doe
          text BLOB)                                     -- its semantic text (UTF-8, surrogatepass)
     fts USING fts5(body, content='', detail=none,       -- contentless: the index only
                    tokenize='trigram case_sensitive 1') -- body = fold_text(text), rowid = rows.rowid
+    fts_vocab USING fts5vocab(fts, row)                 -- rows per trigram: a query uses the rarest
 
 A session's rows, its ``fts`` entries and its state row change in one ``BEGIN IMMEDIATE``
 transaction (``apply``), after checking that the state row is still the one the plan was
@@ -34,6 +35,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import msgspec
+
 from harness.errors import SearchIndexCorrupt, SearchIndexError
 from harness.query.index import QueryIndex
 from harness.query.records import CLASSIFICATIONS
@@ -42,10 +45,12 @@ from harness.search.fold import fold_text
 from harness.search.plan import SessionPlan, SessionState
 from harness.stores.worker import BlockingWorkers
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SidecarIndex"]
+__all__ = ["APPLICATION_ID", "NARROW", "SCHEMA_VERSION", "SidecarIndex"]
 
+NARROW: Final = 6
+"""How many of a query's trigrams (the rarest) the FTS5 query uses."""
 APPLICATION_ID: Final = 0x68727378
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2  # 2: fts_vocab
 _NOTADB: Final = 26
 _CORRUPT: Final = 11
 
@@ -60,6 +65,7 @@ _SCHEMA: Final = (
     " UNIQUE (session_key, seq)) STRICT",
     "CREATE VIRTUAL TABLE fts USING fts5(body, content='', detail=none,"
     " tokenize='trigram case_sensitive 1')",
+    "CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, row)",
 )
 
 
@@ -204,7 +210,7 @@ class SidecarIndex:
         try:
             # Another process may have created it meanwhile; an older version is dropped whole.
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                for name in ("fts", "rows", "sessions"):
+                for name in ("fts_vocab", "fts", "rows", "sessions"):
                     conn.execute(f"DROP TABLE IF EXISTS {name}")
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -381,6 +387,26 @@ class SidecarIndex:
                 os.unlink(self._path + suffix)
 
     # ---- search -----------------------------------------------------------------------
+
+    async def narrow(self, query: CandidateQuery) -> CandidateQuery | None:
+        """The ``NARROW`` rarest of the query's trigrams (FTS5 intersects every term's row
+        list: rare ones keep that cost near the number of hits as the index grows), or
+        ``None`` when one is in no row."""
+        if not query.terms:
+            return query
+        counts = await self.run(self._counts, query.terms)
+        if min(counts.values()) == 0:
+            return None
+        rarest = sorted(query.terms, key=lambda term: (counts[term], term))[:NARROW]
+        return msgspec.structs.replace(query, terms=tuple(rarest))
+
+    def _counts(self, terms: tuple[str, ...]) -> dict[str, int]:
+        conn = self._db
+        out: dict[str, int] = {}
+        for term in terms:
+            row = conn.execute("SELECT doc FROM fts_vocab WHERE term = ?", (term,)).fetchone()
+            out[term] = 0 if row is None else int(row[0])
+        return out
 
     async def candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
         """Up to ``limit`` candidate rows in key order after ``after``."""
