@@ -197,13 +197,13 @@ def test_admits_answers_as_matches_over_an_events_fields(case: Compacted) -> Non
     for where in filters:
         for seq in range(len(index)):
             record = index.record(seq)
-            fields = {
-                "seq": seq,
-                "type": record.type,
-                "time": record.event.time,
-                "classification": record.classification,
-                "turn": record.turn,
-                "step": record.step,
-                "text": event_text(record.event),
-            }
-            assert where.admits(**fields) == where.matches(index, seq), (where, seq)
+            admitted = where.admits(
+                seq=seq,
+                type=record.type,
+                time=record.event.time,
+                classification=record.classification,
+                turn=record.turn,
+                step=record.step,
+                text=event_text(record.event),
+            )
+            assert admitted == where.matches(index, seq), (where, seq)
