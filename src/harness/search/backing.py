@@ -60,6 +60,10 @@ class Backing(Protocol):
         """The state of every indexed session."""
         ...
 
+    async def classes(self, session_id: str) -> bytes:
+        """The classification codes of a session's indexed events (empty when none)."""
+        ...
+
     async def apply(self, plan: SessionPlan) -> bool:
         """Write ``plan`` in one transaction; ``False`` (nothing written) when the session's
         stored state is no longer ``plan.expect``."""

@@ -106,7 +106,8 @@ class SearchIndex:
                     break
                 if not committed:
                     break
-                plan = plan_session(state, header, committed, token)
+                indexed = await self._backing.classes(session_id) if state is not None else b""
+                plan = plan_session(state, indexed, header, committed, token)
                 if await self._backing.apply(plan):
                     updated += 1
                     reset += plan.reset

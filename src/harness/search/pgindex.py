@@ -196,22 +196,29 @@ class PostgresIndex:
     async def states(self) -> dict[str, SessionState]:
         async def query(conn: Connection) -> list[tuple[Any, ...]]:
             cursor = await conn.execute(
-                self._q("SELECT id, cursor, token, header, tail, classes FROM {s}.search_sessions")
+                self._q("SELECT id, cursor, token, header, tail FROM {s}.search_sessions")
             )
             return await cursor.fetchall()
 
         out: dict[str, SessionState] = {}
-        for key, cursor, token, header, tail, classes in await self._run(query, "reading the search index"):
+        for key, cursor, token, header, tail in await self._run(query, "reading the search index"):
             session_id = from_db_text(key)
             out[session_id] = SessionState(
-                session_id=session_id,
-                cursor=int(cursor),
-                token=token,
-                header=header,
-                tail=tail,
-                classes=bytes(classes),
+                session_id=session_id, cursor=int(cursor), token=token, header=header, tail=tail
             )
         return out
+
+    async def classes(self, session_id: str) -> bytes:
+        """The classification codes of a session's indexed events (empty when none)."""
+        key = db_text(session_id)
+
+        async def query(conn: Connection) -> bytes:
+            statement = self._q("SELECT classes FROM {s}.search_sessions WHERE id = %s::text")
+            row = await (await conn.execute(statement, (key,))).fetchone()
+            return b"" if row is None else bytes(row[0])
+
+        result: bytes = await self._run(query, "reading the search index")
+        return result
 
     async def apply(self, plan: SessionPlan) -> bool:
         state = plan.state
@@ -245,7 +252,7 @@ class PostgresIndex:
                 row = await (
                     await conn.execute(
                         self._q(
-                            "SELECT id, cursor, token, header, tail, classes FROM {s}.search_sessions"
+                            "SELECT id, cursor, token, header, tail FROM {s}.search_sessions"
                             " WHERE id = %s::text FOR UPDATE"
                         ),
                         (key,),
@@ -260,7 +267,6 @@ class PostgresIndex:
                         token=row[2],
                         header=row[3],
                         tail=row[4],
-                        classes=bytes(row[5]),
                     )
                 )
                 if found != plan.expect:
@@ -303,7 +309,7 @@ class PostgresIndex:
                         " cursor = excluded.cursor, token = excluded.token, header = excluded.header,"
                         " tail = excluded.tail, classes = excluded.classes"
                     ),
-                    (key, state.cursor, state.token, state.header, state.tail, state.classes),
+                    (key, state.cursor, state.token, state.header, state.tail, plan.classes),
                 )
                 return True
 

@@ -3,7 +3,8 @@
 The index keeps, per session, a ``SessionState``: how many of its events are indexed
 (``cursor``), the change token the store gave when they were read, digests of the header
 and of the last indexed event (to notice a session replaced or rewritten under the same
-id) and every indexed event's classification code. ``plan_session`` compares that state
+id); and, apart (read only when the session is planned), every indexed event's
+classification code. ``plan_session`` compares that state
 with the session as read now and says what to write, all in one transaction:
 
 * new rows for the events from the cursor on that have semantic text (only those can be
@@ -41,7 +42,6 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     token: str
     header: str
     tail: str
-    classes: bytes
 
 
 class Row(msgspec.Struct, frozen=True, array_like=True):
@@ -68,10 +68,12 @@ class Reclass(msgspec.Struct, frozen=True, array_like=True):
 
 
 class SessionPlan(msgspec.Struct, frozen=True, kw_only=True):
-    """The writes that bring one session's rows from ``expect`` to ``state``."""
+    """The writes that bring one session's rows from ``expect`` to ``state`` (and its
+    classification codes to ``classes``)."""
 
     expect: SessionState | None
     state: SessionState
+    classes: bytes
     reset: bool
     rows: list[Row]
     reclass: list[Reclass]
@@ -106,11 +108,13 @@ def _row(index: QueryIndex, seq: int, text: str) -> Row:
 
 def plan_session(
     state: SessionState | None,
+    indexed: bytes,
     header: SessionHeader,
     events: Sequence[Event],
     token: str,
 ) -> SessionPlan:
-    """The plan that indexes ``events`` (the session's committed log) over ``state``."""
+    """The plan that indexes ``events`` (the session's committed log) over ``state``, whose
+    events' classification codes are ``indexed``."""
     index = QueryIndex(events)
     length = len(index)
     digest = header_digest(header)
@@ -124,7 +128,7 @@ def plan_session(
     classes = bytes(index.class_code(seq) for seq in range(length))
     reclass: list[Reclass] = []
     if not reset and state is not None:
-        old = state.classes
+        old = indexed
         for seq in range(min(start, len(old))):
             if old[seq] != classes[seq] and events[seq].type in TEXT_TYPES:
                 record = index.record(seq)
@@ -143,8 +147,13 @@ def plan_session(
         token=token,
         header=digest,
         tail=event_digest(events[length - 1]) if length else "",
-        classes=classes,
     )
     return SessionPlan(
-        expect=state, state=new, reset=reset, rows=rows, reclass=reclass, events=length - start
+        expect=state,
+        state=new,
+        classes=classes,
+        reset=reset,
+        rows=rows,
+        reclass=reclass,
+        events=length - start,
     )

@@ -249,14 +249,22 @@ class SidecarIndex:
 
     def _states(self) -> dict[str, SessionState]:
         out: dict[str, SessionState] = {}
-        for sid, cursor, token, header, tail, classes in self._db.execute(
-            "SELECT id, cursor, token, header, tail, classes FROM sessions"
+        for sid, cursor, token, header, tail in self._db.execute(
+            "SELECT id, cursor, token, header, tail FROM sessions"
         ):
             session_id = _s(sid)
             out[session_id] = SessionState(
-                session_id=session_id, cursor=cursor, token=token, header=header, tail=tail, classes=classes
+                session_id=session_id, cursor=cursor, token=token, header=header, tail=tail
             )
         return out
+
+    async def classes(self, session_id: str) -> bytes:
+        """The classification codes of a session's indexed events (empty when none)."""
+        return await self.run(self._classes, session_id)
+
+    def _classes(self, session_id: str) -> bytes:
+        row = self._db.execute("SELECT classes FROM sessions WHERE id = ?", (_b(session_id),)).fetchone()
+        return b"" if row is None else bytes(row[0])
 
     async def apply(self, plan: SessionPlan) -> bool:
         """Write ``plan`` in one transaction; ``False`` (nothing written) when the session's
@@ -265,14 +273,12 @@ class SidecarIndex:
 
     def _state_of(self, key: bytes) -> tuple[int, SessionState] | None:
         row = self._db.execute(
-            "SELECT key, cursor, token, header, tail, classes FROM sessions WHERE id = ?", (key,)
+            "SELECT key, cursor, token, header, tail FROM sessions WHERE id = ?", (key,)
         ).fetchone()
         if row is None:
             return None
-        skey, cursor, token, header, tail, classes = row
-        return skey, SessionState(
-            session_id=_s(key), cursor=cursor, token=token, header=header, tail=tail, classes=classes
-        )
+        skey, cursor, token, header, tail = row
+        return skey, SessionState(session_id=_s(key), cursor=cursor, token=token, header=header, tail=tail)
 
     def _delete_rows(self, skey: int) -> None:
         conn = self._db
@@ -344,7 +350,7 @@ class SidecarIndex:
             )
             conn.execute(
                 "UPDATE sessions SET cursor = ?, token = ?, header = ?, tail = ?, classes = ? WHERE key = ?",
-                (state.cursor, state.token, state.header, state.tail, state.classes, skey),
+                (state.cursor, state.token, state.header, state.tail, plan.classes, skey),
             )
             conn.execute("COMMIT")
             return True
