@@ -149,3 +149,13 @@ def test_fit_snippet_keeps_the_match_in_view() -> None:
     assert len(line) <= 40 and line[start:end] == "MATCH"
     assert line.startswith("…") and line.endswith("…")
     assert fit_snippet("short", (0, 5), 40) == ("short", (0, 5))
+
+
+def test_a_missing_root_is_searched_without_creating_anything(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    code, out, err = invoke(missing, "search", "launch")
+    assert code == 0, err
+    assert "no event holds 'launch'" in out
+    code, out, _ = invoke(missing, "index", "--json")
+    assert code == 0 and json.loads(out)["sessions"] == 0
+    assert not missing.exists()

@@ -8,6 +8,7 @@ printed as text, never read as markup; a refusal is one line on stderr and exit 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final
 
 import typer
@@ -17,7 +18,8 @@ from rich.text import Text
 from harness.cli.app import _fail, _Options, _options, _print_json, _with_store, app, parse_store
 from harness.cli.render import plural
 from harness.query import EventFilter
-from harness.search import IndexReport, SearchHit, SearchPage, open_search_index
+from harness.search import IndexReport, SearchHit, SearchIndex, SearchPage, open_search_index
+from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 
 __all__ = ["MARKS", "fit_snippet"]
@@ -45,6 +47,15 @@ def _choose_store(ctx: typer.Context, spec: str | None) -> None:
         target if kind == "db" else None,
         options.db_schema,
     )
+
+
+def _index_of(store: SessionStore) -> SearchIndex:
+    """The store's index; for a JSONL root that does not exist, an empty one in memory (a read
+    command creates no directory and no file: it finds nothing, as ``sessions`` does)."""
+    backend = store.backend
+    if isinstance(backend, JsonlBackend) and not os.path.isdir(backend.root):
+        return open_search_index(store, path=":memory:")
+    return open_search_index(store)
 
 
 def fit_snippet(snippet: str, match: tuple[int, int], width: int) -> tuple[str, tuple[int, int]]:
@@ -131,7 +142,7 @@ def search(
 
     async def work(sessions: SessionStore) -> SearchPage:
         where = EventFilter(types=tuple(types), classifications=classes)
-        async with open_search_index(sessions) as index:
+        async with _index_of(sessions) as index:
             return await index.search(text, filter=where, session=session, limit=limit, cursor=cursor)
 
     page: SearchPage = _with_store(ctx, work)
@@ -179,7 +190,7 @@ def index_command(
     _choose_store(ctx, store)
 
     async def work(sessions: SessionStore) -> IndexReport:
-        async with open_search_index(sessions) as index:
+        async with _index_of(sessions) as index:
             return await (index.rebuild() if rebuild else index.catch_up())
 
     report: IndexReport = _with_store(ctx, work)
