@@ -27,7 +27,7 @@ LAYERS = [
     "agent",
     "integrations",  # harness as another framework's store: each module needs its optional extra
 ]
-TOP = {"cli", "demos", "testing"}
+TOP = {"cli", "demos", "testing", "viewer"}
 
 
 def layer_of(module: str) -> str:
