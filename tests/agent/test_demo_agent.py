@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 
 from harness.demos.agent import run_agent_demo
 
 
-def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:
+def test_the_agent_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     buffer = io.StringIO()
-    session = run_agent_demo(Console(file=buffer, width=100))
+    session = run_agent_demo(Console(file=buffer, width=100), sessions=tmp_path / "sessions")
     out = buffer.getvalue()
     for expected in (
         "scripted",
@@ -26,9 +27,12 @@ def test_the_agent_demo_runs_the_whole_cycle_offline() -> None:
         "automatic compaction",
         "Surface (generation 1)",
         "user/compact",
+        f"harness serve --store {tmp_path / 'sessions'} --open",  # how to open them in the viewer
     ):
         assert expected in out, expected
     kinds = [event.type for event in session.events]
     assert kinds.count("approval/decided") == 2
     reasons = [e.data["reason"] for e in session.events if e.type == "request/header"]
     assert reasons == ["initial", "resume"]
+    # the sessions stay where the demo said, both of them (the run and the compaction)
+    assert len(list((tmp_path / "sessions").rglob("session.jsonl*"))) == 2

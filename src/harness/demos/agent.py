@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -116,16 +117,19 @@ def _workspace(root: Path) -> None:
     (root / "greet.py").write_text('print("Hello from the workspace!")\n')
 
 
-def run_agent_demo(console: Console | None = None) -> harness.Session:
+def run_agent_demo(console: Console | None = None, sessions: Path | None = None) -> harness.Session:
     """Run the demo (see the module doc); returns the final stored session.
 
+    The sessions are kept in ``sessions`` (a new directory; default: a fresh temporary one
+    that is left in place), and the demo ends by saying how to open them in the viewer.
     Raises ``DemoCheckFailed`` when the cycle does not end as it must.
     """
     out = console or Console()
+    if sessions is None:
+        sessions = Path(tempfile.mkdtemp(prefix="harness-demo-sessions-")) / "sessions"
     with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
         base = Path(tmp)
         workspace = base / "workspace"
-        sessions = base / "sessions"
         _workspace(workspace)
         out.rule("[bold]harness demo[/]: an agent run, a crash, a resume — offline")
         out.print(
@@ -179,6 +183,13 @@ def run_agent_demo(console: Console | None = None) -> harness.Session:
                 "key is in no file.",
                 style="bold green",
             )
+        )
+        out.print(
+            f"The demo's sessions are kept in {escape(str(sessions))}. Browse them (the Event Log "
+            f"beside the Surface, the compaction, the world check, time travel) in the viewer:\n"
+            f"  harness serve --store {escape(shlex.quote(str(sessions)))} --open",
+            highlight=False,
+            soft_wrap=True,
         )
         return session
 

@@ -234,8 +234,7 @@ class Viewer:
             out: dict[str, Any] = {"log": log, "counts": views.counts(session)}
             out["surface"] = views.surface_view(session, at) if at is not None and length else None
             out["detail"] = views.event_detail(session, seq, stored) if seq is not None else None
-            turns = session.events
-            out["open_turn"] = _open_turn(turns)
+            out["open_turn"] = _open_turn(session.events[:stored])
             return out
 
         built = await in_thread(loaded, build)

@@ -35,7 +35,7 @@ __all__ = ["live_response", "session_state"]
 
 
 def session_state(loaded: Loaded) -> dict[str, Any]:
-    """Where the session stands: its length, whether a turn is open, its last turn's end."""
+    """Where the stored session stands: its length, whether a turn is open, its last turn's end."""
     events = loaded.session.events
     state: dict[str, Any] = {
         "length": len(events),
@@ -43,7 +43,7 @@ def session_state(loaded: Loaded) -> dict[str, Any]:
         "open": False,
         "last": None,
     }
-    for event in reversed(events):
+    for event in reversed(events[: loaded.stored_length]):  # closers a load would add are not the session's
         if event.type == "turn/end":
             data = event.data
             reason = data.get("reason") if isinstance(data, Mapping) else None
