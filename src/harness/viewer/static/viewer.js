@@ -303,9 +303,14 @@
       node.classList.add("selected");
       const related = node.dataset.related ? node.dataset.related.split(" ").map(Number) : [];
       light(related, "lit");
-      const first = related.map((seq) => document.getElementById(`e-${seq}`)).find(Boolean);
-      if (first) first.scrollIntoView({ block: "center" });
-      else if (related.length) select(Number(node.dataset.seq), true);
+      const own = document.getElementById(`e-${node.dataset.seq}`);
+      if (own) {
+        document.querySelectorAll(".row.selected").forEach((el) => el.classList.remove("selected"));
+        own.classList.add("selected");
+        own.scrollIntoView({ block: "center" });
+      } else {
+        select(Number(node.dataset.seq), true); // not on a loaded page: load the log around it
+      }
     }
 
     page.addEventListener("keydown", (event) => {
