@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import typer
@@ -30,6 +31,7 @@ def serve(
         envvar="HARNESS_VIEWER_TOKEN",
         help="Require this token (any address but 127.0.0.1 gets a generated one without it).",
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print the address as one JSON line first."),
 ) -> None:
     """Browse the store's sessions in a web browser: read-only, local by default.
 
@@ -68,7 +70,15 @@ def serve(
         return SessionStore(backend_of(reading=True))
 
     try:
-        run(open_store, host=host, port=port, token=token, open_browser=open_browser, say=typer.echo)
+        run(
+            open_store,
+            host=host,
+            port=port,
+            token=token,
+            open_browser=open_browser,
+            say=(lambda line: typer.echo(line, err=True)) if as_json else typer.echo,
+            announce=(lambda value: typer.echo(json.dumps(value))) if as_json else None,
+        )
     except ViewerError as error:
         _fail(str(error), 2)
     except OSError as error:

@@ -320,11 +320,11 @@ class Viewer:
                 "repairs": views.crash_repairs(session, loaded.stored_length),
             }
 
-        return self.page("_sections.html", sid=session_id, **await in_thread(loaded, build))
+        return self.page("_sections.html", sid=session_id, **await in_thread(loaded, build, "sections"))
 
     async def chart(self, request: Request) -> Response:
         _, loaded = await self.session(request)
-        svg = await in_thread(loaded, lambda s: chart_svg(series(s), len(s)))
+        svg = await in_thread(loaded, lambda s: chart_svg(series(s), len(s)), "chart")
         return Response(svg, media_type="image/svg+xml")
 
     async def summary(self, request: Request) -> Response:

@@ -51,13 +51,14 @@ class Loaded:
     that serialises the query work done on it in worker threads (the query layer's caches are
     built on first use)."""
 
-    __slots__ = ("lock", "session", "stored_length", "version")
+    __slots__ = ("lock", "memo", "session", "stored_length", "version")
 
     def __init__(self, session: Session, version: object, stored_length: int) -> None:
         self.session = session
         self.version = version
         self.stored_length = stored_length
         self.lock = threading.Lock()
+        self.memo: dict[str, Any] = {}  # views computed once per version (the chart, the sections)
 
 
 def valid_session_id(session_id: str) -> str:
@@ -230,9 +231,15 @@ def _locked(loaded: Loaded, work: Callable[[Session], Any]) -> Any:
         return work(loaded.session)
 
 
-async def in_thread(loaded: Loaded, work: Callable[[Session], Any]) -> Any:
-    """Run ``work(session)`` in a worker thread under the session's lock."""
-    return await asyncio.to_thread(_locked, loaded, work)
+async def in_thread(loaded: Loaded, work: Callable[[Session], Any], memo: str | None = None) -> Any:
+    """Run ``work(session)`` in a worker thread under the session's lock; with ``memo``, once
+    per loaded version (the result is kept under that name)."""
+    if memo is not None and memo in loaded.memo:
+        return loaded.memo[memo]
+    value = await asyncio.to_thread(_locked, loaded, work)
+    if memo is not None:
+        loaded.memo[memo] = value
+    return value
 
 
 Opener = Callable[[], Awaitable[SessionStore]]

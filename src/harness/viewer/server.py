@@ -13,7 +13,7 @@ import secrets
 import threading
 import webbrowser
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from harness.errors import HarnessError
 from harness.viewer.app import StoreOpener, create_app
@@ -65,8 +65,11 @@ def serve(
     token: str | None = None,
     open_browser: bool = False,
     say: Callable[[str], None] = print,
+    announce: Callable[[dict[str, Any]], None] | None = None,
 ) -> None:
-    """Serve the viewer until interrupted (see the module doc)."""
+    """Serve the viewer until interrupted (see the module doc). ``say`` gets the lines for
+    people; ``announce``, when given, the address as JSON (``url``, ``host``, ``port``,
+    ``token``, ``generatedToken``)."""
     import uvicorn
 
     token, hosts, generated = plan(host, token)
@@ -75,6 +78,8 @@ def serve(
     if ":" in shown and not shown.startswith("["):
         shown = f"[{shown}]"
     address = f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+    if announce is not None:
+        announce({"url": address, "host": host, "port": port, "token": token, "generatedToken": generated})
     if generated:
         say("The viewer listens beyond this machine, so it needs a token; it made one.")
     say(f"harness viewer (read-only): {address}")

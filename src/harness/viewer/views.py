@@ -9,7 +9,7 @@ and the crash repairs. Text is returned as text: the templates escape it (autoes
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -296,18 +296,30 @@ class RequestView:
     problem: str | None
 
 
+_PROVIDERS: dict[str, Any] = {}
+_PROVIDERS_LOCK = threading.Lock()
+
+
+def _provider(route: str) -> Any:
+    """One provider per route, made once and kept: it only serializes (its client never sends,
+    so it is never closed), and making one costs the ``openai`` client's setup."""
+    with _PROVIDERS_LOCK:
+        provider = _PROVIDERS.get(route)
+        if provider is None:
+            from harness.providers.deepseek import DeepSeekProvider, OpenAICompatibleProvider
+
+            kind = OpenAICompatibleProvider if route == "openai-compatible" else DeepSeekProvider
+            provider = _PROVIDERS[route] = kind(
+                kind.default_base_url, api_key="unused: nothing is sent", route=route
+            )
+        return provider
+
+
 def request_body(options: Any) -> dict[str, Any]:
     """The chat-completions body the provider serializes ``options`` to (as ``harness request``
     shows it: the header's route picks the provider; nothing is sent)."""
-    from harness.providers.deepseek import DeepSeekProvider, OpenAICompatibleProvider
-
-    route = options.header.provider
-    kind = OpenAICompatibleProvider if route == "openai-compatible" else DeepSeekProvider
-    provider = kind(kind.default_base_url, api_key="unused: nothing is sent", route=route)
-    try:
-        return provider.request_body(options)
-    finally:
-        asyncio.run(provider.aclose())  # a worker thread: no loop runs here
+    body: dict[str, Any] = _provider(options.header.provider).request_body(options)
+    return body
 
 
 def request_view(session: Session, at: int) -> RequestView:
@@ -399,7 +411,8 @@ def value_json(value: Any) -> str:
 @dataclass
 class CompactionView:
     """One compaction drawn as a range: what it shadowed, its summary and checkpoint, the
-    Surface's tokens before and after, or the error of a failed attempt."""
+    tokens of the span it replaced (``shadowedTokenCount``) and of its checkpoint, or the error
+    of a failed attempt."""
 
     compaction_id: str
     turn: int | None
@@ -433,11 +446,9 @@ def compactions(session: Session) -> list[CompactionView]:
         summary_data = _data(events[bracket.summary]) if bracket.summary is not None else {}
         summary_text = summary_data.get("summary")
         tokens = summary_data.get("shadowedTokenCount")
-        before = after = None
-        if bracket.start is not None and bracket.start > 0:
-            before = surface_tokens(session, bracket.start - 1)
-        if bracket.end is not None:
-            after = surface_tokens(session, bracket.end)
+        # the span's price as the compaction measured it, and its checkpoint's (FORMAT §11.4)
+        before = tokens if isinstance(tokens, int) else None
+        after = price_node(events[bracket.checkpoint]) if bracket.checkpoint is not None else None
         out.append(
             CompactionView(
                 compaction_id=bracket.compaction_id,
