@@ -247,9 +247,11 @@ def _role(event: Event) -> str:
 
 def surface_view(session: Session, at: int, offset: int = 0, limit: int = SURFACE_PAGE) -> SurfaceView:
     """The Surface right after event ``at`` (``surface_at``), nodes ``offset`` on."""
-    fold = surface_at(session, at)
-    events = session.events
     index = index_of(session)
+    # right after the last event the Surface is the index's own fold (already made for the
+    # classification): the page at "now" needs no time-travel fold
+    fold = index.fold if at == len(index) - 1 else surface_at(session, at)
+    events = session.events
     nodes = fold.nodes
     tokens = sum(price_node(events[seq]) for seq in nodes)
     shown: list[Node] = []
