@@ -18,7 +18,8 @@ from harness.cli import app
 def test_import_harness_loads_no_viewer() -> None:
     code = (
         "import sys, harness, harness.cli; "
-        "print(sorted(m for m in sys.modules if m.startswith(('harness.viewer', 'starlette', 'jinja2', 'uvicorn'))))"
+        "names = ('harness.viewer', 'starlette', 'jinja2', 'uvicorn'); "
+        "print(sorted(m for m in sys.modules if m.startswith(names)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
