@@ -132,7 +132,9 @@ def snapshot(root: Path) -> dict[str, str]:
 
 @contextmanager
 def client(root: Path, compression: Compression = "none", **options: Any) -> Iterator[TestClient]:
-    """A test client of the viewer over the JSONL ``root``."""
+    """A test client of the viewer over the JSONL ``root`` (its own search index beside the
+    root, never in the user's cache)."""
+    options.setdefault("search_index_path", str(root) + ".viewer-index.sqlite")
 
     async def open_store() -> SessionStore:
         return SessionStore(JsonlBackend(root, compression=compression))

@@ -222,6 +222,32 @@ def test_the_chart_is_svg_of_numbers(root: Path) -> None:
     assert chart.text.startswith("<svg") and "<polyline" in chart.text and "<script" not in chart.text
 
 
+def test_store_wide_search_finds_events_in_every_session(root: Path) -> None:
+    with client(root) as c:
+        found = c.get("/?q=notes/todo.txt")
+        shadowed = c.get("/?q=notes/todo.txt&class=shadowed")
+        none = c.get("/?q=no%20such%20words%20anywhere")
+        planted = c.get("/?q=window.__xss")
+    links = [
+        a["href"] or ""
+        for t, a in tags_of(found.text)
+        if t == "a" and "hit" in (a.get("class") or "").split()
+    ]
+    assert any(link.startswith("/session?id=demo-session&seq=") for link in links)
+    assert any(link.startswith("/session?id=demo-session-crash&seq=") for link in links)
+    shadowed_links = [
+        a for t, a in tags_of(shadowed.text) if t == "a" and "hit" in (a.get("class") or "").split()
+    ]
+    assert shadowed_links and len(shadowed_links) < len(links)
+    assert "cls-current" not in shadowed.text.split('id="search-results"')[1].split("</section>")[0]
+    assert "No event contains" in none.text
+    assert_inert(planted.text)
+    assert "&lt;script&gt;window.__xss" in planted.text
+    # the viewer's index is its own, beside the root: nothing was written into the store
+    assert not list(root.rglob("*.sqlite"))
+    assert Path(str(root) + ".viewer-index.sqlite").exists()
+
+
 # ---- every dsh fixture --------------------------------------------------------------------------
 
 
@@ -401,6 +427,8 @@ def test_browsing_everything_writes_nothing(tmp_path: Path) -> None:
             for url in session_urls(sid, length):
                 c.get(url)
             c.get(f"/session/live?id={u(sid)}&from=0")
+        c.get("/?q=notes")
+        c.get("/?q=the&class=shadowed")
     with client(torn_root) as c:
         assert c.get(f"/session?id={u(torn_id)}").status_code == 200  # a torn tail is shown, not cut
         c.get(f"/session/sections?id={u(torn_id)}")

@@ -89,7 +89,10 @@ class Served:
         async def open_store() -> SessionStore:
             return SessionStore(JsonlBackend(root, compression=compression))
 
-        app = create_app(open_store, hosts=["127.0.0.1"], live_poll=0.1, live_limit=30.0)
+        index = str(root) + ".viewer-index.sqlite"  # the viewer's own search index, outside the store
+        app = create_app(
+            open_store, hosts=["127.0.0.1"], live_poll=0.1, live_limit=30.0, search_index_path=index
+        )
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -307,8 +310,15 @@ def test_search_in_a_session_and_across_the_store(agent_demo: Served, tab: Tab) 
     assert rows == expected[:200] and rows
     tab.shot("07-search-in-session")
     page = tab.open(agent_demo.url + "/?q=notes.md")
-    assert "Search" in page.inner_text("#search-results")
+    hits = page.query_selector_all("#search-results a.hit")
+    assert len(hits) >= 2 and "notes.md" in page.inner_text("#search-results .snippet")
     tab.shot("08-search-store")
+    target = hits[0].get_attribute("href") or ""
+    hits[0].click()
+    page.wait_for_selector("#page[data-ready]")
+    seq = int(target.split("seq=")[1].split("#")[0])
+    page.wait_for_selector(f"#e-{seq}.selected")
+    assert f'data-seq="{seq}"' in (page.inner_html("#detail") or "")
 
 
 def test_a_dsh_fixture_opens_with_both_panes(plain: Served, tab: Tab) -> None:

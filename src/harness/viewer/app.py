@@ -118,8 +118,16 @@ def _date_ms(raw: str | None, *, end: bool = False) -> int | None:
 class Viewer:
     """The state behind the routes: the catalog over the store, the templates."""
 
-    def __init__(self, open_store: StoreOpener, live_poll: float = 0.5, live_limit: float = 300.0) -> None:
+    def __init__(
+        self,
+        open_store: StoreOpener,
+        live_poll: float = 0.5,
+        live_limit: float = 300.0,
+        search_index_path: str | None = None,
+    ) -> None:
         self._open_store = open_store
+        self._search_index_path = search_index_path
+        self._store_search: Any = None
         self.live_poll = live_poll
         self.live_limit = live_limit
         self._catalog: Catalog | None = None
@@ -138,6 +146,9 @@ class Viewer:
             yield
         finally:
             self._catalog = None
+            if self._store_search is not None:
+                await self._store_search.close()
+                self._store_search = None
             await store.close()
 
     def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
@@ -170,7 +181,8 @@ class Viewer:
             if found.ancestors:
                 children.setdefault(found.ancestors[0], []).append(sid)
         query = params.get("q", "").strip()
-        search = await self._search(query, params.get("cursor")) if query else None
+        classes = params.getlist("class")
+        search = await self._search(query, params.get("cursor"), classes) if query else None
         return self.page(
             "sessions.html",
             infos=shown,
@@ -182,33 +194,18 @@ class Viewer:
             until=params.get("until", ""),
             q=query,
             search=search,
-            search_available=_search_module() is not None,
+            classes=classes,
         )
 
-    async def _search(self, query: str, cursor: str | None) -> dict[str, Any]:
-        """Store-wide full-text search through the query index (``harness.search``) when it is
-        installed; else a note that only per-session search is available."""
-        module = _search_module()
-        if module is None:
-            return {"available": False, "hits": [], "next": None}
-        index = module.open_search_index(self.catalog.store)
-        try:
-            found = await _maybe_await(index.search(query, limit=50, cursor=cursor))
-        finally:
-            close = getattr(index, "close", None)
-            if close is not None:
-                await _maybe_await(close())
-        hits = [
-            {
-                "session": getattr(hit, "session_id", None) or getattr(hit, "session", None),
-                "seq": getattr(hit, "seq", None),
-                "type": getattr(hit, "type", ""),
-                "classification": getattr(hit, "classification", ""),
-                "snippet": str(getattr(hit, "snippet", "")),
-            }
-            for hit in found.hits
-        ]
-        return {"available": True, "hits": hits, "next": getattr(found, "next_cursor", None)}
+    async def _search(self, query: str, cursor: str | None, classes: list[str]) -> dict[str, Any]:
+        """Store-wide full-text search through the query index (``harness.viewer.search``)."""
+        from harness.viewer.search import StoreSearch
+
+        if self._store_search is None:
+            self._store_search = StoreSearch(self.catalog.store, self._search_index_path)
+        where = views.parse_filter((), classes, None)
+        found: dict[str, Any] = await self._store_search.search(query, cursor=cursor, where=where)
+        return found
 
     async def session_page(self, request: Request) -> Response:
         session_id, loaded = await self.session(request)
@@ -362,20 +359,6 @@ class Viewer:
         )
 
 
-def _search_module() -> Any:
-    try:
-        import harness.search as module  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    return module if hasattr(module, "open_search_index") else None
-
-
-async def _maybe_await(value: Any) -> Any:
-    if hasattr(value, "__await__"):
-        return await value
-    return value
-
-
 def _open_turn(events: Any) -> bool:
     for event in reversed(events):
         if event.type == "turn/end":
@@ -404,12 +387,16 @@ def create_app(
     hosts: list[str] | None = None,
     live_poll: float = 0.5,
     live_limit: float = 300.0,
+    search_index_path: str | None = None,
 ) -> Any:
     """The viewer over the store ``open_store()`` opens (in the app's lifespan, on its loop).
 
     ``token``: every request must carry it (see ``harness.viewer.security``); ``hosts``: the
-    host names requests may address besides localhost (``None``: any)."""
-    viewer = Viewer(open_store, live_poll, live_limit)
+    host names requests may address besides localhost (``None``: any). ``live_poll`` and
+    ``live_limit``: how often a file store is polled for growth and how long one live stream
+    lasts (seconds); ``search_index_path``: where the viewer keeps its own search index of a
+    file store (default: the user's cache directory, ``harness.viewer.search``)."""
+    viewer = Viewer(open_store, live_poll, live_limit, search_index_path)
 
     def guarded(
         handler: Callable[[Request], Awaitable[Response]],
