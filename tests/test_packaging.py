@@ -81,13 +81,14 @@ def test_the_wheel_and_the_sdist_hold_the_package(dist: Path) -> None:
     sources = {
         path.relative_to(ROOT / "src").as_posix()
         for path in (ROOT / "src" / "harness").rglob("*")
-        if path.suffix in {".py", ".typed"} and "__pycache__" not in path.parts
+        if path.suffix in {".py", ".typed", ".html", ".css", ".js"} and "__pycache__" not in path.parts
     }
     with zipfile.ZipFile(dist / "dist" / f"{STEM}-py3-none-any.whl") as wheel:
         names = set(wheel.namelist())
         metadata = wheel.read(f"{STEM}.dist-info/METADATA").decode()
         entry_points = wheel.read(f"{STEM}.dist-info/entry_points.txt").decode()
     assert sources <= names
+    assert {"harness/viewer/static/viewer.js", "harness/viewer/templates/session.html"} <= names
     assert f"Name: {NAME}\n" in metadata and "License-Expression: MIT\n" in metadata
     assert "harness = harness.cli:main" in entry_points
     assert f"{STEM}.dist-info/licenses/LICENSE" in names and "License-File: LICENSE\n" in metadata

@@ -35,7 +35,7 @@ SUBPACKAGES = (
     "harness.agent",
 )
 # the applications and test aids, not the library: not aggregated into harness
-APPLICATIONS = ("harness.__main__", "harness.cli", "harness.demos", "harness.testing")
+APPLICATIONS = ("harness.__main__", "harness.cli", "harness.demos", "harness.testing", "harness.viewer")
 
 
 def fresh_python(code: str) -> str:
