@@ -126,6 +126,17 @@ def test_the_sessions_page_lists_every_session_newest_first(root: Path) -> None:
     assert page.headers["content-security-policy"] == CSP
 
 
+def test_the_summary_counts_turns_and_the_stored_bytes(root: Path) -> None:
+    with client(root) as c:
+        demo = c.get("/api/summary?id=demo-session").json()
+        crashed = c.get("/api/summary?id=demo-session-crash").json()
+    stored = (root / "--home-dev-project--" / "demo-session" / "session.jsonl").read_bytes()
+    header_line = stored.split(b"\n", 1)[0]
+    assert demo == {"turns": 2, "wireBytes": len(stored) - len(header_line) - 1, "openTurn": False}
+    # the crash fork's last turn is open in the store (the closers are only what a load would add)
+    assert crashed["turns"] == 3 and crashed["openTurn"] is True
+
+
 def test_the_sessions_page_filters_by_cwd_and_date(root: Path) -> None:
     with client(root) as c:
         kept = c.get("/?cwd=/home/dev")

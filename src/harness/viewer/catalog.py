@@ -39,7 +39,9 @@ _KEEP: Final = 4
 
 
 class SessionSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """What the sessions list shows beyond ``SessionInfo``, from a restored session."""
+    """What the sessions list shows beyond ``SessionInfo``, from a restored session: turns,
+    the stored lines' size in bytes (as the log's wire form, whatever the store's encoding)
+    and whether the last turn is open."""
 
     turns: int
     wire_bytes: int
@@ -83,18 +85,20 @@ def _file_version(path: str) -> tuple[int, int] | None:
     return (stat.st_size, stat.st_mtime_ns)
 
 
-def _summary(session: Session) -> SessionSummary:
+def _summary(session: Session, stored_length: int) -> SessionSummary:
+    """Turns, the stored log's size in wire bytes (its lines), and whether its last turn is
+    open, over the stored events only (not the closers a load would add)."""
     turns = 0
     wire = 0
     open_turn = False
-    for event in session.events:
+    for event in session.events[:stored_length]:
         kind = event.type
         if kind == "turn/start":
             turns += 1
             open_turn = True
         elif kind == "turn/end":
             open_turn = False
-        wire += len(event.data_json) + len(kind) + 40  # the line's envelope, roughly
+        wire += len(event.encode()) + 1
     return SessionSummary(turns=turns, wire_bytes=wire, open_turn=open_turn)
 
 
@@ -196,7 +200,9 @@ class Catalog:
         if known is not None and known[0] == version:
             return known[1]
         loaded = await self.load(session_id)
-        found: SessionSummary = await asyncio.to_thread(_locked, loaded, _summary)
+        found: SessionSummary = await asyncio.to_thread(
+            _locked, loaded, lambda session: _summary(session, loaded.stored_length)
+        )
         self._summaries[session_id] = (loaded.version, found)
         return found
 
