@@ -391,6 +391,10 @@ def test_a_token_is_required_and_set_as_a_cookie(root: Path) -> None:
         assert c.get("/session?id=demo-session").status_code == 200  # the cookie now
         c.cookies.clear()
         assert c.get("/session?id=demo-session").status_code == 401
+        # the redirect's address is the request's, quoted: no header can be smuggled into it
+        smuggled = c.get(f"/x%0d%0aSet-Cookie:%20evil=1?token={TOKEN}", follow_redirects=False)
+        assert smuggled.headers["location"] == "/x%0D%0ASet-Cookie%3A%20evil%3D1"
+        assert "evil" not in smuggled.headers.get("set-cookie", "")
 
 
 def test_the_host_header_must_name_the_viewer(root: Path) -> None:

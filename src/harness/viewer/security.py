@@ -18,7 +18,7 @@ import hmac
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -86,7 +86,8 @@ class Guard:
                 rest = urlencode(
                     [(k, v) for k, v in parse_qsl(scope["query_string"].decode("latin-1")) if k != "token"]
                 )
-                location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+                path = quote(scope.get("root_path", "") + scope["path"], safe="/")  # never a raw CR or LF
+                location = path + (f"?{rest}" if rest else "")
                 await _redirect(guarded, location, self._token.decode())
                 return
             if not (self._cookie_matches(headers.get("cookie", "")) or self._bearer_matches(headers)):
