@@ -86,7 +86,9 @@ class IdStrippingSession(CountingSession):
         self._ignore_ids_for_matching = True
 
     async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
-        stripped = [{k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else item for item in items]
+        stripped: list[Any] = [
+            {k: v for k, v in item.items() if k != "id"} if isinstance(item, dict) else item for item in items
+        ]
         await super().add_items(stripped, wrapper=wrapper)
 
 
@@ -112,9 +114,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call" or report.outcome != "passed":
-        if report.nodeid not in _OUTCOMES or report.outcome != "passed":
-            _OUTCOMES[report.nodeid] = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    """Keep one outcome per test: the call's, or ``error`` / ``skipped`` from setup or teardown."""
+    outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+    if report.when == "call":
+        _OUTCOMES[report.nodeid] = outcome
+    elif report.outcome != "passed":
+        _OUTCOMES[report.nodeid] = "error" if report.outcome == "failed" else outcome
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -30,7 +30,7 @@ from harness.stores.store import SessionStore
 from tests.compaction.helpers import BlockingSummarizer, FailingSummarizer, FixedSummarizer
 
 
-def history(turns: int = 6) -> list[dict[str, Any]]:
+def history(turns: int = 6) -> list[Any]:
     items: list[dict[str, Any]] = []
     for n in range(turns):
         items.append({"role": "user", "content": f"question {n}: " + "why " * 30})
@@ -40,8 +40,8 @@ def history(turns: int = 6) -> list[dict[str, Any]]:
     return items
 
 
-LATE = {"role": "user", "content": "written while the compaction was in flight"}
-COMPACTED = [{"type": "compaction", "encrypted_content": "opaque-summary"}]
+LATE: Any = {"role": "user", "content": "written while the compaction was in flight"}
+COMPACTED: Any = [{"type": "compaction", "encrypted_content": "opaque-summary"}]
 
 
 class FakeResponses:

@@ -26,11 +26,17 @@ from harness.stores.store import SessionStore
 
 T = TypeVar("T")
 
-USER = {"role": "user", "content": "count the lines of a.txt"}
-CALL = {"type": "function_call", "call_id": "call_1", "name": "wc", "arguments": '{"path":"a.txt"}', "id": "fc_1"}
-OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "42 a.txt"}
-REASONING = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "use wc"}]}
-ANSWER = {
+USER: Any = {"role": "user", "content": "count the lines of a.txt"}
+CALL: Any = {
+    "type": "function_call",
+    "call_id": "call_1",
+    "name": "wc",
+    "arguments": '{"path":"a.txt"}',
+    "id": "fc_1",
+}
+OUTPUT: Any = {"type": "function_call_output", "call_id": "call_1", "output": "42 a.txt"}
+REASONING: Any = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "use wc"}]}
+ANSWER: Any = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
@@ -38,15 +44,25 @@ ANSWER = {
     "content": [{"type": "output_text", "text": "a.txt has 42 lines", "annotations": [], "logprobs": []}],
 }
 # types harness has no equivalent of, with nesting, unicode, numbers and key orders to keep
-UNKNOWN = [
-    {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "ß ✓"}},
-    {"type": "mcp_list_tools", "id": "mcp_1", "server_label": "x", "tools": [{"name": "t", "input_schema": {}}]},
+UNKNOWN: Any = [
+    {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "ß ✓"},
+    },
+    {
+        "type": "mcp_list_tools",
+        "id": "mcp_1",
+        "server_label": "x",
+        "tools": [{"name": "t", "input_schema": {}}],
+    },
     {"type": "compaction", "encrypted_content": "gAAAA…", "id": "cmp_1"},
     {"id": "img_1", "type": "image_generation_call", "result": None, "status": "in_progress", "n": 1.5},
     {"type": "mcp_approval_response", "approval_request_id": "a1", "approve": True},
     {"type": "item_reference", "id": "msg_0"},
 ]
-HISTORY = [USER, REASONING, CALL, OUTPUT, ANSWER]
+HISTORY: Any = [USER, REASONING, CALL, OUTPUT, ANSWER]
 
 
 def run(make: Callable[[], Awaitable[T]]) -> T:
@@ -105,7 +121,11 @@ def test_items_become_native_message_events(tmp_path: Path) -> None:
     assert events[2][1]["message"]["content"] == [
         {"type": "tool-call", "id": "call_1", "name": "wc", "arguments": '{"path":"a.txt"}'}
     ]
-    assert events[2][1]["message"]["source"] == {"kind": "model", "provider": "openai-agents", "model": "gpt-test"}
+    assert events[2][1]["message"]["source"] == {
+        "kind": "model",
+        "provider": "openai-agents",
+        "model": "gpt-test",
+    }
     result = events[3][1]["message"]
     assert result["source"] == {"kind": "tool", "callId": "call_1"}
     assert result["content"][0]["content"] == [{"type": "text", "text": "42 a.txt"}]

@@ -134,13 +134,17 @@ def item_payload(item: object, model: str) -> EventPayload:
     if role is not None and kind in (None, "message"):
         blocks = _text_blocks(item.get("content"))
         if role == "assistant":
-            return EventPayload("assistant/message", {"message": _model_message(blocks, model), ITEM_KEY: item}, None)
+            return EventPayload(
+                "assistant/message", {"message": _model_message(blocks, model), ITEM_KEY: item}, None
+            )
         source: dict[str, Any] = {"kind": "user"} if role == "user" else {"kind": "plugin", "plugin": PLUGIN}
         return EventPayload("user/message", _user_message(blocks, source, item), None)
     if isinstance(kind, str) and kind.endswith("_call_output") and has_call_id:
         message = {
             "source": {"kind": "tool", "callId": call_id},
-            "content": [{"type": "tool-result", "toolCallId": call_id, "content": _output_text(item.get("output"))}],
+            "content": [
+                {"type": "tool-result", "toolCallId": call_id, "content": _output_text(item.get("output"))}
+            ],
             "role": "user",
             "id": new_message_id(),
         }
@@ -148,7 +152,9 @@ def item_payload(item: object, model: str) -> EventPayload:
     if isinstance(kind, str) and kind.endswith("_call") and has_call_id:
         name = item.get("name") if isinstance(item.get("name"), str) and item.get("name") else kind
         block = {"type": "tool-call", "id": call_id, "name": name, "arguments": _call_arguments(item)}
-        return EventPayload("assistant/message", {"message": _model_message([block], model), ITEM_KEY: item}, None)
+        return EventPayload(
+            "assistant/message", {"message": _model_message([block], model), ITEM_KEY: item}, None
+        )
     if kind == "reasoning":
         summaries = item.get("summary")
         blocks = [
@@ -156,10 +162,14 @@ def item_payload(item: object, model: str) -> EventPayload:
             for part in (summaries if isinstance(summaries, list) else [])
             if isinstance(part, Mapping) and isinstance(part.get("text"), str)
         ] or [{"type": ITEM_BLOCK, "itemType": "reasoning"}]
-        return EventPayload("assistant/message", {"message": _model_message(blocks, model), ITEM_KEY: item}, None)
+        return EventPayload(
+            "assistant/message", {"message": _model_message(blocks, model), ITEM_KEY: item}, None
+        )
     marker = [{"type": ITEM_BLOCK, "itemType": kind if isinstance(kind, str) else None}]
     if isinstance(kind, str) and (kind.endswith("_output") or kind.endswith("_response")):
-        return EventPayload("user/message", _user_message(marker, {"kind": "plugin", "plugin": PLUGIN}, item), None)
+        return EventPayload(
+            "user/message", _user_message(marker, {"kind": "plugin", "plugin": PLUGIN}, item), None
+        )
     return EventPayload("assistant/message", {"message": _model_message(marker, model), ITEM_KEY: item}, None)
 
 
@@ -177,7 +187,11 @@ def _joined_text(content: object) -> str:
     parts: list[str] = []
     if isinstance(content, list):
         for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+            ):
                 parts.append(block["text"])
     return "".join(parts)
 

@@ -162,7 +162,7 @@ class HarnessSession:
             if payload.answers is not None and payload.answers in self._calls:
                 sources = [self._calls[payload.answers]]
             event = session.append(payload.type, payload.data, surface_op="append", source_event_seqs=sources)
-            opened = call_id_of_call(item) if isinstance(item, dict) else None  # type: ignore[redundant-expr]
+            opened = call_id_of_call(item) if isinstance(item, dict) else None
             if opened is not None:
                 self._calls[opened] = event.seq
         await self._settle(session)
@@ -236,7 +236,11 @@ class HarnessSession:
 
 
 def _is_tombstone(event: Event) -> bool:
-    return event.type == "assistant/message" and OP_KEY.encode() in event.data_json and derive_item(event) is None
+    return (
+        event.type == "assistant/message"
+        and OP_KEY.encode() in event.data_json
+        and derive_item(event) is None
+    )
 
 
 def _remove(session: Session, shadowed: Sequence[int], op: str, model: str) -> Event:
