@@ -42,7 +42,13 @@ def _store() -> SessionStore:
 
 
 class SimpleListSession(HarnessSession):
-    """The SDK helper's constructor (``session_id``, ``history``) over a harness store."""
+    """The SDK helper's constructor (``session_id``, ``history``) over a harness store.
+
+    The helper is a plain ``Session``; so is this stand-in: ``HarnessSession.run_compaction``
+    is hidden, since a compaction-aware session takes other runner paths (the SDK's tests of
+    those wrap the helper in their ``OpenAIResponsesCompactionSession``)."""
+
+    run_compaction = None  # type: ignore[assignment]
 
     def __init__(self, session_id: str = "test", history: list[Any] | None = None) -> None:
         super().__init__(session_id, _store())
@@ -64,6 +70,11 @@ class SimpleListSession(HarnessSession):
         if self._session is None:
             return list(self._history or [])
         return _current_items(self._session, None)
+
+    @property
+    def _items(self) -> list[Any]:
+        """The helper's internal list, read by some SDK tests: the same current items."""
+        return self.saved_items
 
 
 class CountingSession(SimpleListSession):

@@ -22,7 +22,7 @@ from agents.memory import OpenAIResponsesCompactionSession, SQLiteSession
 from harness.compaction.summarizer import Summary, SummaryRequest
 from harness.errors import CompactionPersistenceFailed, SummaryFailed
 from harness.events.event import Event
-from harness.integrations.openai_agents import HarnessSession
+from harness.integrations.openai_agents import HarnessSession, default_should_trigger_compaction
 from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, SessionInfo, StoredLog
 from harness.stores.memory import MemoryBackend
@@ -258,13 +258,16 @@ def test_a_clear_during_our_compaction_wins_and_the_compaction_gives_way() -> No
 
 
 def test_unforced_compaction_follows_the_sdks_threshold_hook() -> None:
-    async def go(count: int) -> Any:
-        session = HarnessSession("s", SessionStore(MemoryBackend()), summarizer=FixedSummarizer())
+    async def go(count: int, hook: Any) -> Any:
+        session = HarnessSession(
+            "s", SessionStore(MemoryBackend()), summarizer=FixedSummarizer(), should_trigger_compaction=hook
+        )
         await session.add_items(history(count))
         return await session.run_compaction()
 
-    assert asyncio.run(go(3)) is None  # 9 candidate items: below the SDK's default of 10
-    assert asyncio.run(go(6)) is not None
+    assert asyncio.run(go(3, default_should_trigger_compaction)) is None  # 9 candidates: below 10
+    assert asyncio.run(go(6, default_should_trigger_compaction)) is not None
+    assert asyncio.run(go(6, None)) is None  # no hook: the runner's unforced calls do nothing
 
 
 def test_a_committed_compaction_keeps_every_event_and_pairs_calls() -> None:

@@ -69,7 +69,9 @@ class HarnessSession:
     batched by the store's write-behind window; ``flush()`` waits for it). ``summarizer`` makes
     the compaction summaries (default: harness's offline ``ExtractiveSummarizer``);
     ``should_trigger_compaction`` decides an unforced ``run_compaction`` (the SDK's hook
-    shape); ``retain_tokens`` is the recent tail a compaction keeps verbatim; ``model`` names
+    shape; the runner calls ``run_compaction`` after every turn): without one only a forced
+    call compacts, with ``default_should_trigger_compaction`` it is the SDK's threshold of 10
+    items; ``retain_tokens`` is the recent tail a compaction keeps verbatim; ``model`` names
     the model in the source of assistant items. Use it from one event loop, like its store.
     """
 
@@ -95,7 +97,7 @@ class HarnessSession:
         self.store = store
         self.durable = durable
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
-        self.should_trigger_compaction = should_trigger_compaction or default_should_trigger_compaction
+        self.should_trigger_compaction = should_trigger_compaction
         self.retain_tokens = retain_tokens
         self.model = model
         self._cwd = cwd
@@ -201,7 +203,8 @@ class HarnessSession:
         """Compact the history through harness's locked transaction (``compact_now``).
 
         Unless ``args["force"]``, ``should_trigger_compaction`` decides first (the SDK's
-        context: ``compaction_candidate_items`` and ``session_items``). The summary of a
+        context: ``compaction_candidate_items`` and ``session_items``); without a hook an
+        unforced call does nothing. The summary of a
         head-anchored, call/output-balanced span replaces it on the Surface; the span's events
         stay in the log. Items added while the summary is made are kept (they are after the
         span). A failure closes the bracket with its error and leaves the history as it was;
@@ -213,6 +216,8 @@ class HarnessSession:
         session = await self.session()
         force = bool(args.get("force", False)) if args else False
         if not force:
+            if self.should_trigger_compaction is None:
+                return None
             history = _current_items(session, None)
             candidates = [item for item in history if not _is_user_message(item)]
             context = {
