@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -293,3 +295,11 @@ def test_concurrent_first_use_opens_the_session_once() -> None:
 
     items = run(go)
     assert sorted(json.dumps(i) for i in items) == sorted(json.dumps(i) for i in [USER, ANSWER])
+
+
+def test_import_harness_does_not_import_the_sdk() -> None:
+    code = "import sys, harness; harness.SessionStore; print('agents' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "False"
