@@ -18,6 +18,7 @@ from agents.memory.session import (
 )
 from agents.memory.session_settings import SessionSettings
 
+from harness.compaction.prune import PRUNE_MARKER, prune_tool_results
 from harness.errors import InvalidEventData, InvalidMessage, PersistenceFailed, StorageError
 from harness.events.event import Replace
 from harness.integrations.openai_agents import HarnessSession
@@ -303,3 +304,21 @@ def test_import_harness_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+def test_get_items_follows_a_pruned_tool_result_on_the_surface() -> None:
+    big = {"type": "custom_tool_call_output", "call_id": "c9", "output": "x" * 20_000, "extra": 1}
+    call = {"type": "custom_tool_call", "call_id": "c9", "name": "dump", "input": "all"}
+
+    async def go() -> tuple[list[Any], int]:
+        session = HarnessSession("s", SessionStore(MemoryBackend()))
+        await session.add_items([USER, call, big])
+        replaced = prune_tool_results(await session.session())
+        return await session.get_items(), len(replaced)
+
+    items, replaced = run(go)
+    assert replaced == 1
+    assert items[:2] == [USER, call]
+    pruned = items[2]
+    assert {**pruned, "output": None} == {**big, "output": None}  # the item, with the pruned output
+    assert PRUNE_MARKER in pruned["output"] and len(pruned["output"]) < 20_000

@@ -218,11 +218,11 @@ def derive_item(event: Event) -> dict[str, Any] | None:
     if kind == "tool/result":
         content = message.get("content")
         block = content[0] if isinstance(content, list) and content and isinstance(content[0], dict) else {}
-        return {
-            "type": "function_call_output",
-            "call_id": block.get("toolCallId", ""),
-            "output": _joined_text(block.get("content")),
-        }
+        output = _joined_text(block.get("content"))
+        kept = data.get(ITEM_KEY)
+        if isinstance(kept, dict):  # a rewritten result (the pruner): the item with the new output
+            return {**kept, "output": output}
+        return {"type": "function_call_output", "call_id": block.get("toolCallId", ""), "output": output}
     if kind == "assistant/message":
         text = _joined_text(message.get("content"))
         if not text:
