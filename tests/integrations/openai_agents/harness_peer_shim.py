@@ -17,6 +17,7 @@ import os
 import sys
 import tempfile
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,8 @@ from harness.integrations.openai_agents import HarnessSession
 from harness.integrations.openai_agents.session import _current_items
 from harness.session.session import Session
 from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.memory import MemoryBackend
+from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
 
 _ROOT = tempfile.mkdtemp(prefix="harness-peer-")
@@ -103,6 +106,33 @@ class IdStrippingSession(CountingSession):
         await super().add_items(stripped, wrapper=wrapper)
 
 
+class SQLiteStandIn(HarnessSession):
+    """``SQLiteSession``'s constructor over harness's own SQLite backend (``:memory:``: a
+    memory backend), for the SDK's protocol tests that are written against ``SQLiteSession``."""
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | os.PathLike[str] = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: Any = None,
+    ) -> None:
+        if _CURRENT:
+            _USED.add(_CURRENT[-1])
+        memory = str(db_path) == ":memory:"
+        backend: Any = MemoryBackend() if memory else SqliteBackend(Path(db_path).with_suffix(".harness.db"))
+        super().__init__(session_id, SessionStore(backend), session_settings=session_settings)
+        self.db_path = db_path
+
+    def close(self) -> None:
+        """``SQLiteSession.close``: every add already returned durable; nothing to release."""
+
+
+# the tests/memory files whose ``SQLiteSession`` is pointed at ours
+SQLITE_FILES = ("tests/memory/test_session.py", "tests/memory/test_session_limit.py")
+
+
 def _install() -> None:
     module = types.ModuleType("tests.utils.simple_session")
     module.__doc__ = "harness's stand-in for the SDK's test session helper (harness_peer_shim)."
@@ -113,6 +143,13 @@ def _install() -> None:
 
 
 _install()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and item.path.as_posix().endswith(SQLITE_FILES):
+            module.SQLiteSession = SQLiteStandIn
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -26,7 +26,7 @@ from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.summarizer import Summarizer
 from harness.compaction.transaction import CompactionResult
 from harness.compaction.triggers import compact_now
-from harness.errors import CompactionBusy, CompactionChanged, SessionNotFound
+from harness.errors import CompactionBusy, CompactionChanged, SessionNotFound, StorageError
 from harness.events.event import Event, Replace
 from harness.integrations.openai_agents.items import (
     OP_KEY,
@@ -102,6 +102,7 @@ class HarnessSession:
         self.model = model
         self._cwd = cwd
         self._session: Session | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._opening: asyncio.Future[Session] | None = None
         self._calls: dict[str, int] = {}  # call_id -> seq of the event that holds the call
 
@@ -111,7 +112,20 @@ class HarnessSession:
     # ---- the harness session ------------------------------------------------------------
 
     async def session(self) -> Session:
-        """The live harness session behind this one (loaded or created on first use)."""
+        """The live harness session behind this one (loaded or created on first use).
+
+        ``StorageError`` when called from another event loop than the first call's: the
+        store's writes belong to that loop (``Runner.run_sync`` runs a loop per call: give
+        each call its own store and ``HarnessSession``, or use ``Runner.run`` in one loop).
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise StorageError(
+                f"HarnessSession {self.session_id!r} is bound to the event loop it was first used in "
+                "(its store writes from that loop); use one HarnessSession per event loop"
+            )
         if self._session is not None:
             return self._session
         if self._opening is None:
