@@ -307,8 +307,8 @@ def test_import_harness_does_not_import_the_sdk() -> None:
 
 
 def test_get_items_follows_a_pruned_tool_result_on_the_surface() -> None:
-    big = {"type": "custom_tool_call_output", "call_id": "c9", "output": "x" * 20_000, "extra": 1}
-    call = {"type": "custom_tool_call", "call_id": "c9", "name": "dump", "input": "all"}
+    big: Any = {"type": "custom_tool_call_output", "call_id": "c9", "output": "x" * 20_000, "extra": 1}
+    call: Any = {"type": "custom_tool_call", "call_id": "c9", "name": "dump", "input": "all"}
 
     async def go() -> tuple[list[Any], int]:
         session = HarnessSession("s", SessionStore(MemoryBackend()))
