@@ -59,9 +59,9 @@ class SimpleListSession(HarnessSession):
         # the SDK helper's opt-in for stores that reassign ids (the runner reads it)
         self._ignore_ids_for_matching = False
 
-    async def session(self) -> Session:
+    async def session(self, *, writing: bool = True) -> Session:
         opened = self._session is None
-        session = await super().session()
+        session = await super().session(writing=writing)
         if opened and self._history:
             history, self._history = self._history, None
             await HarnessSession.add_items(self, history)  # as given, like the helper

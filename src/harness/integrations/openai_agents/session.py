@@ -111,20 +111,23 @@ class HarnessSession:
 
     # ---- the harness session ------------------------------------------------------------
 
-    async def session(self) -> Session:
+    async def session(self, *, writing: bool = True) -> Session:
         """The live harness session behind this one (loaded or created on first use).
 
-        ``StorageError`` when called from another event loop than the first call's: the
-        store's writes belong to that loop (``Runner.run_sync`` runs a loop per call: give
-        each call its own store and ``HarnessSession``, or use ``Runner.run`` in one loop).
+        ``StorageError`` when a write (or the first use) comes from another event loop than
+        the first use: the store's writes belong to that loop (``Runner.run_sync`` runs a loop
+        per call: give each call its own store and ``HarnessSession``, or use ``Runner.run``
+        in one loop). Reading an opened session is pure memory and works from any loop.
         """
+        if self._session is not None and not writing:
+            return self._session
         loop = asyncio.get_running_loop()
         if self._loop is None:
             self._loop = loop
         elif loop is not self._loop:
             raise StorageError(
-                f"HarnessSession {self.session_id!r} is bound to the event loop it was first used in "
-                "(its store writes from that loop); use one HarnessSession per event loop"
+                f"HarnessSession {self.session_id!r} writes from the event loop it was first used in "
+                "(its store's loop); use one HarnessSession per event loop"
             )
         if self._session is not None:
             return self._session
@@ -159,7 +162,7 @@ class HarnessSession:
         """The current history, oldest first; the latest ``limit`` items when given (else the
         ``session_settings`` limit). A limited window never starts with a tool output whose
         call it cut off: such an output is left out (the window may be shorter)."""
-        session = await self.session()
+        session = await self.session(writing=False)
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return []
