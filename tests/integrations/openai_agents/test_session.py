@@ -148,6 +148,20 @@ def test_the_output_cites_its_call_event() -> None:
     assert sources == (call_seq,)
 
 
+def test_the_output_cites_a_call_added_before_a_reload(tmp_path: Path) -> None:
+    async def go() -> tuple[int, tuple[int, ...] | None]:
+        async with jsonl_store(tmp_path) as store:
+            await HarnessSession("chat", store).add_items([USER, CALL])
+        async with jsonl_store(tmp_path) as store:
+            session = HarnessSession("chat", store)
+            await session.add_items([OUTPUT])
+            live = await session.session()
+            return live.events[1].seq, live.events[-1].source_event_seqs
+
+    call_seq, sources = run(go)
+    assert sources == (call_seq,)
+
+
 @pytest.mark.parametrize(
     ("bad", "error"),
     [

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -178,8 +178,12 @@ class HarnessSession:
         session = await self.session()
         for item, payload in zip(items, payloads, strict=True):
             sources: list[int] | None = None
-            if payload.answers is not None and payload.answers in self._calls:
-                sources = [self._calls[payload.answers]]
+            if payload.answers is not None:
+                call_seq = self._calls.get(payload.answers)
+                if call_seq is None:
+                    call_seq = _find_call(session, payload.answers)
+                if call_seq is not None:
+                    sources = [call_seq]
             event = session.append(payload.type, payload.data, surface_op="append", source_event_seqs=sources)
             opened = call_id_of_call(item) if isinstance(item, dict) else None
             if opened is not None:
@@ -255,6 +259,25 @@ class HarnessSession:
         except (CompactionChanged, CompactionBusy) as error:
             logger.warning("session %s: compaction skipped, history kept: %s", self.session_id, error)
             return None
+
+
+_CALL_LOOKBACK = 256  # Surface nodes searched for the call of an output added by an earlier process
+
+
+def _find_call(session: Session, call_id: str) -> int | None:
+    """The seq of the recent current node that holds the tool call ``call_id``, if any."""
+    nodes = session.surface.nodes
+    events = session.events
+    needle = call_id.encode()
+    for position in range(len(nodes) - 1, max(-1, len(nodes) - 1 - _CALL_LOOKBACK), -1):
+        event = events[nodes[position]]
+        if event.type != "assistant/message" or needle not in event.data_json:
+            continue
+        message = event.data.get("message")
+        for block in message.get("content", ()) if isinstance(message, Mapping) else ():
+            if isinstance(block, Mapping) and block.get("type") == "tool-call" and block.get("id") == call_id:
+                return event.seq
+    return None
 
 
 def _is_tombstone(event: Event) -> bool:
