@@ -22,7 +22,8 @@ Peers (each skipped, with a printed line saying why, when it is not installed:
 
 * OpenAI Agents SDK ``SQLiteSession`` on a file: ``add_items`` with 1 item per call
   and with 100 items per call (µs per item, items/s) and ``get_items()`` of a
-  session of 100k items (seconds, MB/s of the stored JSON);
+  session of 100k items (seconds, MB/s of the stored JSON); then the same calls on
+  our ``HarnessSession`` (``bench/agents_session.py``), with their time / ours;
 * Google ADK ``DatabaseSessionService`` on a SQLite file (``sqlite+aiosqlite``):
   durable ``append_event`` over a 10k-event session (median and mean µs) and
   ``get_session`` of those 10k events;
@@ -269,6 +270,7 @@ async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
         times.append(time.perf_counter() - start)
     session.close()
     per_item = statistics.median(times)
+    theirs = {"single": per_item}
     print(f"(file database, {sqlite_modes(path)})")
     print(
         f"add_items, 1 per call ({counts.steps:,} calls): median {us(per_item)}/item, "
@@ -285,6 +287,7 @@ async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
         times.append((time.perf_counter() - start) / 100)
     session.close()
     per_item = statistics.median(times)
+    theirs["batched"] = per_item
     print(
         f"add_items, 100 per call ({counts.batches * 100:,} items): median {us(per_item)}/item, "
         f"{1 / statistics.mean(times):,.0f} items/s  {vs(per_item, ours.per_batched_event)}"
@@ -316,6 +319,11 @@ async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
         f"{path.stat().st_size / 1e6:.1f} MB file): {best:.3f} s, {stored_bytes / 1e6 / best:,.0f} MB/s  "
         f"{vs(best, ours_restore)}"
     )
+    theirs["get"] = best
+    # the same calls through our OpenAI Agents SDK Session (bench/agents_session.py)
+    from agents_session import harness_session_rows
+
+    await harness_session_rows(base, openai_item, counts.steps, counts.batches, counts.restore, theirs)
 
 
 def adk_event(index: int) -> Any:

@@ -3,6 +3,8 @@
 Each integration is a module of its own that needs its framework's optional extra (for
 example ``pip install 'harness-sessions[openai-agents]'``); ``import harness`` never imports
 one, and this package imports none of them.
+
+- ``harness.integrations.openai_agents``: ``HarnessSession``, the OpenAI Agents SDK's ``Session``.
 """
 
 from __future__ import annotations
