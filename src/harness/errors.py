@@ -27,7 +27,8 @@ Every error the public API raises on bad input or a refused operation is a
     │   ├── CompactionPersistenceFailed  the bracket closed but its flush failed: ``persistence``
     │   │                         (also a ``PersistenceFailed``)
     │   ├── InvalidRegion         a region that is absent, reversed or splits a tool pair: ``region``
-    │   └── CompactionConfigError a policy or pruner setting out of range: ``config``
+    │   ├── CompactionConfigError a policy or pruner setting out of range: ``config``
+    │   └── InvalidProbe          a retention probe or probe set that cannot be evaluated: ``probe``
     └── StorageError              a store or backend could not do what was asked
         ├── SessionNotFound       no stored session has that id
         ├── SessionExists         create() with an id that is already known
@@ -63,6 +64,7 @@ __all__ = [
     "InvalidEventData",
     "InvalidHeader",
     "InvalidMessage",
+    "InvalidProbe",
     "InvalidQuery",
     "InvalidRegion",
     "InvalidSeed",
@@ -340,6 +342,18 @@ class CompactionConfigError(CompactionError, ValueError):
     """A compaction policy or pruner setting is out of range (FORMAT §11.3, §11.7)."""
 
     code = "config"
+
+
+class InvalidProbe(CompactionError, ValueError):
+    """A retention probe or probe set that cannot be evaluated: an unknown kind, an empty
+    pattern, a bad regular expression, a regex probe with no recall query, or a probe-set
+    document of the wrong shape (``where`` names the place in it)."""
+
+    code = "probe"
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
 
 
 class SearchIndexError(StorageError):

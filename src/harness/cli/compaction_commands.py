@@ -30,6 +30,8 @@ from harness.compaction import (
     eval_compaction_report,
 )
 from harness.compaction.fallback import FallbackSummarizer
+from harness.compaction.probes import PROBE_KINDS
+from harness.compaction.probesets import BUILTIN_PROBESETS, ProbeSet, builtin_probeset, load_probeset_file
 from harness.errors import CompactionError
 from harness.session.session import Session
 from harness.stores.store import SessionStore
@@ -137,30 +139,42 @@ def eval_compaction(
     session_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Stored sessions to evaluate."),
     probes: list[str] = typer.Option(
         [], "--probe", metavar="KIND:TEXT",
-        help="KIND:TEXT to keep recoverable (constraint, task, path, tool-result)."
+        help=f"KIND:TEXT to keep within reach in stored sessions ({', '.join(PROBE_KINDS)})."
+    ),
+    probe_sets: str | None = typer.Option(
+        None, "--probes", metavar="SET",
+        help="Probe sets (without IDs): tuned, independent, all (the default), or a probe-set JSON file."
     ),
     generated: int = typer.Option(
-        6, "--generated", min=0, metavar="N", help="Synthetic sessions (when no ID is given)."
+        6, "--generated", min=0, metavar="N", help="Sessions of the tuned set (generated)."
     ),
-    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the synthetic sessions."),
+    seed: int = typer.Option(0, "--seed", metavar="N", help="Seed of the generated sessions."),
     with_llm: bool = typer.Option(False, "--llm", help="Also evaluate the model summarizer (needs a key)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Report whether compacted copies of sessions still carry each probed fact.
+    """Report, per probe, whether a compacted copy keeps the fact in view, lets the
+    session_search tool recover it from the log, or loses it.
 
-    Per probe and per summarizer; without IDs, generated sessions with planted probes."""
+    Without IDs, the built-in probe sets (each scored apart); with IDs, your --probe facts."""
     parsed = [_probe(index, text) for index, text in enumerate(probes)]
     if session_ids and not parsed:
         _fail("give at least one --probe KIND:TEXT for stored sessions", 2)
+    if session_ids and probe_sets is not None:
+        _fail("--probes picks built-in probe sets, which bring their own sessions: give no IDs with it", 2)
+    if parsed and not session_ids:
+        _fail("--probe needs the IDs of stored sessions to look in", 2)
 
     async def main() -> Any:
         cases = None
+        sets = None
         if session_ids:
             store = SessionStore(_options(ctx).backend(reading=True))
             try:
                 cases = [(await store.inspect(sid), parsed) for sid in session_ids]
             finally:
                 await store.close()
+        else:
+            sets = _probe_sets(probe_sets or "all", generated=generated, seed=seed)
         summarizers: dict[str, Summarizer] = {"extractive": ExtractiveSummarizer()}
         model_side = _model_summarizer(None) if with_llm else None
         if with_llm and model_side is None:
@@ -168,9 +182,7 @@ def eval_compaction(
         if model_side is not None:
             summarizers["llm"] = model_side[0]
         try:
-            return await eval_compaction_report(
-                cases, summarizers=summarizers, generated=generated, seed=seed
-            )
+            return await eval_compaction_report(cases, probesets=sets, summarizers=summarizers)
         finally:
             if model_side is not None:
                 await model_side[1].aclose()
@@ -183,8 +195,18 @@ def eval_compaction(
         Console().print(report.table)
 
 
+def _probe_sets(choice: str, *, generated: int, seed: int) -> list[ProbeSet]:
+    if choice == "all":
+        return [builtin_probeset(name, generated=generated, seed=seed) for name in BUILTIN_PROBESETS]
+    if choice in BUILTIN_PROBESETS:
+        return [builtin_probeset(choice, generated=generated, seed=seed)]
+    if choice.endswith(".json"):
+        return [load_probeset_file(choice, seed=seed)]
+    _fail(f"--probes must be tuned, independent, all or a .json probe-set file, not {choice!r}", 2)
+
+
 def _probe(index: int, text: str) -> Probe:
     kind, _, pattern = text.partition(":")
-    if kind not in ("constraint", "task", "path", "tool-result") or not pattern:
-        _fail(f"--probe must be KIND:TEXT with KIND constraint, task, path or tool-result, not {text!r}", 2)
+    if kind not in PROBE_KINDS or not pattern:
+        _fail(f"--probe must be KIND:TEXT with KIND one of {', '.join(PROBE_KINDS)}, not {text!r}", 2)
     return Probe(name=f"probe-{index + 1}", kind=kind, pattern=pattern)  # type: ignore[arg-type]

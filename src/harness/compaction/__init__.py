@@ -107,6 +107,7 @@ if TYPE_CHECKING:
         CompactionConfigError,
         CompactionError,
         CompactionPersistenceFailed,
+        InvalidProbe,
         InvalidRegion,
         SummaryFailed,
     )
@@ -134,6 +135,7 @@ __all__ = [
     "EvalReport",
     "ExtractiveSummarizer",
     "FallbackSummarizer",
+    "InvalidProbe",
     "InvalidRegion",
     "LlmSummarizer",
     "Measurement",
@@ -207,6 +209,7 @@ _EXPORTS = {
         "CompactionConfigError",
         "CompactionError",
         "CompactionPersistenceFailed",
+        "InvalidProbe",
         "InvalidRegion",
         "SummaryFailed",
     ),

@@ -1,13 +1,24 @@
-"""Retention evaluation: what a compaction keeps of the facts that matter (SPEC §5).
+"""Retention evaluation: what a compaction leaves within the model's reach (SPEC §5).
 
 ``evaluate_retention(session, probes, summarizers)`` compacts a *copy* of the session once per
-summarizer (the original is never touched) — manually, keeping ``retain_tokens`` of tail — and
-reports for every probe whether the Surface carried it before and whether it still does
-after, plus the Surface price before and after.
+summarizer (the original is never touched) — manually, keeping ``retain_tokens`` of tail —
+and gives every probe one status per summarizer (``ProbeStatus``):
+
+* ``kept``: the Surface after the compaction carries the fact (the model sees it);
+* ``recoverable``: it does not, but ``session_search``, called the way a model calls it
+  (``harness.compaction.recall``: the real tool, its literal search and its size caps, over
+  the compacted copy's log), gives it back;
+* ``lost``: neither, although the log holds it. Compaction deletes nothing, so this is a bug
+  (in the tool or its caps) and must stay 0;
+* ``invalid``: the log never held the fact (no event's semantic text carries it, nor did the
+  Surface before): the probe is wrong, not the compaction.
+
+It also keeps the older measure: whether the Surface carried the probe before and after
+(``before``, ``after``), and the Surface price before and after.
 
 ``eval_compaction_report(...)`` is the one entry point for a command line: it runs the
-evaluation over given cases or over generated sessions (``synthetic.generate_session``) and
-returns both a ``rich`` table and a JSON-ready dict.
+evaluation over probe sets (``harness.compaction.probesets``: ``tuned``, ``independent``, or
+your own) and returns the ``rich`` tables and a JSON-ready dict, one section per probe set.
 """
 
 from __future__ import annotations
@@ -16,15 +27,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
+from rich import box
+from rich.console import Group, RenderableType
 from rich.table import Table
 
 from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.meter import TokenMeter
-from harness.compaction.probes import PROBE_KINDS, Probe, surface_text
+from harness.compaction.probes import PROBE_KINDS, PROBE_STATUSES, Probe, ProbeStatus, surface_text
+from harness.compaction.probesets import ProbeCase, ProbeSet, builtin_probeset
+from harness.compaction.recall import Recall, in_log, recall
 from harness.compaction.summarizer import Summarizer
-from harness.compaction.synthetic import generate_sessions
 from harness.compaction.triggers import compact_now
-from harness.errors import CompactionError
+from harness.errors import CompactionError, InvalidProbe
 from harness.session.repair import repair_closers
 from harness.session.session import Session
 
@@ -40,11 +54,15 @@ __all__ = [
 
 
 class ProbeOutcome(msgspec.Struct, frozen=True):
-    """One probe: carried before compaction, and after it per summarizer name."""
+    """One probe: carried by the Surface before compaction; after it, per summarizer name,
+    whether the Surface still carries it (``after``), its ``status`` and, when the Surface
+    lost it, the ``recall`` attempt through the tool."""
 
     probe: Probe
     before: bool
     after: dict[str, bool]
+    status: dict[str, ProbeStatus] = msgspec.field(default_factory=dict)
+    recall: dict[str, Recall] = msgspec.field(default_factory=dict)
 
 
 class SummarizerRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,9 +92,18 @@ class RetentionReport(msgspec.Struct, frozen=True):
     runs: tuple[SummarizerRun, ...]
 
     def retained(self, name: str, kind: str | None = None) -> tuple[int, int]:
-        """``(kept, carried before)`` for summarizer ``name`` (optionally one probe kind)."""
+        """``(kept, carried before)`` for summarizer ``name`` (optionally one probe kind): the
+        Surface-only measure, over the probes the Surface carried before compaction."""
         relevant = [p for p in self.probes if p.before and (kind is None or p.probe.kind == kind)]
         return sum(1 for p in relevant if p.after.get(name)), len(relevant)
+
+    def counts(self, name: str, kind: str | None = None) -> dict[ProbeStatus, int]:
+        """How many probes have each status for summarizer ``name`` (optionally one kind)."""
+        out: dict[ProbeStatus, int] = dict.fromkeys(PROBE_STATUSES, 0)
+        for outcome in self.probes:
+            if kind is None or outcome.probe.kind == kind:
+                out[outcome.status[name]] += 1
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -87,8 +114,11 @@ class RetentionReport(msgspec.Struct, frozen=True):
                     "name": p.probe.name,
                     "kind": p.probe.kind,
                     "pattern": p.probe.pattern,
+                    "query": p.probe.query,
                     "before": p.before,
                     "after": dict(p.after),
+                    "status": dict(p.status),
+                    "recall": {name: attempt.to_json() for name, attempt in p.recall.items()},
                 }
                 for p in self.probes
             ],
@@ -123,12 +153,21 @@ async def evaluate_retention(
     *,
     retain_tokens: int = 0,
 ) -> RetentionReport:
-    """Compact a copy of ``session`` with each summarizer and report what the Surface still
-    carries of each probe (see the module doc). A failed compaction counts as "after = before"
-    for its probes and is reported with its error."""
+    """Compact a copy of ``session`` with each summarizer and give each probe its status (see
+    the module doc). A failed compaction leaves the copy's Surface as it was, so its probes
+    count as they stood before; it is reported with its error. A regex probe without a
+    ``query`` cannot be searched for: ``InvalidProbe``."""
+    for probe in probes:
+        if probe.recall_query is None:
+            raise InvalidProbe(
+                "a regex probe needs a query to search the log with", where=f"probe {probe.name!r}"
+            )
     before_text = surface_text(session)
     before = {probe.name: probe.found_in(before_text) for probe in probes}
+    valid = {probe.name: before[probe.name] or in_log(session.events, probe) for probe in probes}
     after: dict[str, dict[str, bool]] = {probe.name: {} for probe in probes}
+    status: dict[str, dict[str, ProbeStatus]] = {probe.name: {} for probe in probes}
+    recalls: dict[str, dict[str, Recall]] = {probe.name: {} for probe in probes}
     runs: list[SummarizerRun] = []
     for name, summarizer in summarizers.items():
         meter = TokenMeter()
@@ -146,7 +185,14 @@ async def evaluate_retention(
             error = "nothing to compact"
         text = surface_text(copy)
         for probe in probes:
-            after[probe.name][name] = probe.found_in(text)
+            kept = after[probe.name][name] = probe.found_in(text)
+            if not valid[probe.name]:
+                status[probe.name][name] = "invalid"
+            elif kept:
+                status[probe.name][name] = "kept"
+            else:
+                attempt = recalls[probe.name][name] = await recall(copy.events, probe)
+                status[probe.name][name] = "recoverable" if attempt.found else "lost"
         runs.append(
             SummarizerRun(
                 name=name,
@@ -158,14 +204,18 @@ async def evaluate_retention(
                 checkpoint_tokens=checkpoint,
             )
         )
-    outcomes = tuple(ProbeOutcome(probe, before[probe.name], after[probe.name]) for probe in probes)
+    outcomes = tuple(
+        ProbeOutcome(probe, before[probe.name], after[probe.name], status[probe.name], recalls[probe.name])
+        for probe in probes
+    )
     return RetentionReport(session.id, outcomes, tuple(runs))
 
 
 class EvalReport(NamedTuple):
-    """``eval_compaction_report``'s result: the table to print and the same figures as JSON."""
+    """``eval_compaction_report``'s result: what to print (the tables, one group) and the same
+    figures as JSON."""
 
-    table: Table
+    table: RenderableType
     data: dict[str, Any]
 
 
@@ -173,71 +223,168 @@ def _percent(kept: int, total: int) -> str:
     return f"{kept}/{total} ({100 * kept / total:.0f}%)" if total else "–"
 
 
+def _summary(reports: Sequence[RetentionReport], name: str) -> dict[str, Any]:
+    """One summarizer's figures over ``reports``."""
+    kinds: dict[str, dict[str, int]] = {}
+    for kind in PROBE_KINDS:
+        kept = sum(report.retained(name, kind)[0] for report in reports)
+        total = sum(report.retained(name, kind)[1] for report in reports)
+        statuses = {key: sum(report.counts(name, kind)[key] for report in reports) for key in PROBE_STATUSES}
+        if any(statuses.values()):
+            kinds[kind] = {"kept": kept, "total": total, "probes": sum(statuses.values())} | {
+                key: statuses[key] for key in ("recoverable", "lost", "invalid")
+            }
+    runs = [run for report in reports for run in report.runs if run.name == name]
+    before = sum(run.surface_before for run in runs)
+    after = sum(run.surface_after for run in runs)
+    kept_all = sum(report.retained(name)[0] for report in reports)
+    total_all = sum(report.retained(name)[1] for report in reports)
+    statuses = {key: sum(report.counts(name)[key] for report in reports) for key in PROBE_STATUSES}
+    return {
+        "kept": kept_all,
+        "total": total_all,
+        "retention": round(kept_all / total_all, 4) if total_all else None,
+        "statuses": statuses,
+        "byKind": kinds,
+        "surfaceTokensBefore": before,
+        "surfaceTokensAfter": after,
+        "reduction": round(1 - after / before, 4) if before else 0.0,
+        "failures": [run.error for run in runs if not run.compacted],
+    }
+
+
+def _table(title: str) -> Table:
+    return Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+        header_style="bold",
+        title=title,
+        title_justify="left",
+        title_style="bold",
+    )
+
+
+def _kind_table(set_name: str, name: str, summary: Mapping[str, Any]) -> Table:
+    """Per probe kind: how many probes are kept, recoverable through the tool, lost, invalid."""
+    table = _table(f"{set_name} probe set, {name} digest")
+    table.add_column("kind")
+    for header in ("probes", "kept", "via tool", "lost", "invalid"):
+        table.add_column(header, justify="right")
+    for kind, cell in summary["byKind"].items():
+        kept = cell["probes"] - cell["recoverable"] - cell["lost"] - cell["invalid"]
+        table.add_row(
+            kind,
+            str(cell["probes"]),
+            str(kept),
+            str(cell["recoverable"]),
+            str(cell["lost"]),
+            str(cell["invalid"]),
+        )
+    statuses = summary["statuses"]
+    table.add_section()
+    table.add_row(
+        "all",
+        str(sum(statuses.values())),
+        *(str(statuses[key]) for key in PROBE_STATUSES),
+        style="bold",
+    )
+    return table
+
+
+def _measures_table(set_name: str, sessions: int, probes: int, summary: Mapping[str, Any]) -> Table:
+    """The figures per summarizer (the measures the report always had, and the new statuses)."""
+    names = list(summary)
+    table = _table(
+        f"{set_name}: {sessions} {'session' if sessions == 1 else 'sessions'}, "
+        f"{probes} {'probe' if probes == 1 else 'probes'}"
+    )
+    table.add_column("measure")
+    for name in names:
+        table.add_column(name, justify="right")
+
+    def status(key: str) -> list[str]:
+        out = []
+        for name in names:
+            counts = summary[name]["statuses"]
+            out.append(_percent(counts[key], sum(counts.values())))
+        return out
+
+    table.add_row("all probes kept", *(_percent(summary[n]["kept"], summary[n]["total"]) for n in names))
+    table.add_row("recoverable via the tool", *status("recoverable"))
+    table.add_row("lost (must be 0)", *status("lost"))
+    table.add_row("invalid probes", *(str(summary[n]["statuses"]["invalid"]) for n in names))
+    table.add_row(
+        "surface tokens",
+        *(f"{summary[n]['surfaceTokensBefore']:,} → {summary[n]['surfaceTokensAfter']:,}" for n in names),
+    )
+    table.add_row("token reduction", *(f"{100 * summary[n]['reduction']:.1f}%" for n in names))
+    table.add_row("compactions failed", *(str(len(summary[n]["failures"])) for n in names))
+    return table
+
+
 async def eval_compaction_report(
     cases: Sequence[tuple[Session, Sequence[Probe]]] | None = None,
     *,
+    probesets: Sequence[ProbeSet] | None = None,
     summarizers: Mapping[str, Summarizer] | None = None,
     generated: int = 4,
     seed: int = 0,
     retain_tokens: int = 0,
 ) -> EvalReport:
-    """Evaluate retention over ``cases`` (``(session, probes)`` pairs), or over ``generated``
-    synthetic sessions from ``seed`` when none are given, with ``summarizers`` (default: the
-    extractive one). Returns the ``rich`` table and the JSON data (``summary`` per summarizer
-    and per probe kind, and every session's report)."""
-    if cases is None:
-        cases = [(made.session, made.probes) for made in generate_sessions(generated, seed=seed)]
+    """Evaluate retention with ``summarizers`` (default: the extractive one) over ``probesets``,
+    or over ``cases`` (``(session, probes)`` pairs: one set called ``given``), or, when neither
+    is given, over the ``tuned`` set of ``generated`` synthetic sessions from ``seed``.
+
+    The JSON has one entry per probe set under ``probeSets`` (its ``summary`` per summarizer:
+    ``statuses`` counts kept / recoverable / lost / invalid, ``byKind`` the same per kind, and
+    the Surface-only ``kept``/``total``/``retention``; and every session's report), and, at the
+    top, the same figures over every set evaluated (``sessions``, ``probes``, ``summary``,
+    ``reports``), as before there were probe sets."""
+    if probesets is None:
+        if cases is not None:
+            given = tuple(
+                ProbeCase(id=session.id, language="", session=session, probes=tuple(probes))
+                for session, probes in cases
+            )
+            probesets = [ProbeSet(name="given", about="the probes given for stored sessions", cases=given)]
+        else:
+            probesets = [builtin_probeset("tuned", generated=generated, seed=seed)]
     chosen: Mapping[str, Summarizer] = summarizers or {"extractive": ExtractiveSummarizer()}
-    reports = [
-        await evaluate_retention(session, probes, chosen, retain_tokens=retain_tokens)
-        for session, probes in cases
-    ]
-    summary: dict[str, Any] = {}
-    for name in chosen:
-        kinds: dict[str, dict[str, int]] = {}
-        for kind in PROBE_KINDS:
-            kept = sum(report.retained(name, kind)[0] for report in reports)
-            total = sum(report.retained(name, kind)[1] for report in reports)
-            if total:
-                kinds[kind] = {"kept": kept, "total": total}
-        runs = [run for report in reports for run in report.runs if run.name == name]
-        before = sum(run.surface_before for run in runs)
-        after = sum(run.surface_after for run in runs)
-        kept_all = sum(report.retained(name)[0] for report in reports)
-        total_all = sum(report.retained(name)[1] for report in reports)
-        summary[name] = {
-            "kept": kept_all,
-            "total": total_all,
-            "retention": round(kept_all / total_all, 4) if total_all else None,
-            "byKind": kinds,
-            "surfaceTokensBefore": before,
-            "surfaceTokensAfter": after,
-            "reduction": round(1 - after / before, 4) if before else 0.0,
-            "failures": [run.error for run in runs if not run.compacted],
-        }
-    probes_total = sum(len(probes) for _, probes in cases)
-    sessions = f"{len(cases)} {'session' if len(cases) == 1 else 'sessions'}"
-    probes = f"{probes_total} {'probe' if probes_total == 1 else 'probes'}"
-    table = Table(title=f"Compaction retention: {sessions}, {probes}")
-    table.add_column("measure")
-    for name in chosen:
-        table.add_column(name, justify="right")
-    for kind in PROBE_KINDS:
-        cells = [summary[name]["byKind"].get(kind) for name in chosen]
-        if any(cells):
-            table.add_row(f"{kind} kept", *(_percent(c["kept"], c["total"]) if c else "–" for c in cells))
-    table.add_row("all probes kept", *(_percent(summary[n]["kept"], summary[n]["total"]) for n in chosen))
-    table.add_row(
-        "surface tokens before → after",
-        *(f"{summary[n]['surfaceTokensBefore']:,} → {summary[n]['surfaceTokensAfter']:,}" for n in chosen),
-    )
-    table.add_row("token reduction", *(f"{100 * summary[n]['reduction']:.1f}%" for n in chosen))
-    table.add_row("compactions failed", *(str(len(summary[n]["failures"])) for n in chosen))
+    sections: list[dict[str, Any]] = []
+    tables: list[RenderableType] = []
+    every: list[RetentionReport] = []
+    for probeset in probesets:
+        reports = [
+            await evaluate_retention(case.session, case.probes, chosen, retain_tokens=retain_tokens)
+            for case in probeset.cases
+        ]
+        every += reports
+        summary = {name: _summary(reports, name) for name in chosen}
+        sections.append(
+            {
+                "name": probeset.name,
+                "about": probeset.about,
+                "sessions": len(probeset.cases),
+                "probes": probeset.probe_count,
+                "languages": sorted({case.language for case in probeset.cases if case.language}),
+                "summary": summary,
+                "reports": [report.to_json() for report in reports],
+            }
+        )
+        tables.append(_measures_table(probeset.name, len(probeset.cases), probeset.probe_count, summary))
+        tables += [_kind_table(probeset.name, name, summary[name]) for name in chosen]
     data = {
-        "sessions": len(cases),
-        "probes": probes_total,
+        "sessions": sum(section["sessions"] for section in sections),
+        "probes": sum(section["probes"] for section in sections),
         "retainTokens": retain_tokens,
-        "summary": summary,
-        "reports": [report.to_json() for report in reports],
+        "summary": {name: _summary(every, name) for name in chosen},
+        "reports": [report.to_json() for report in every],
+        "probeSets": sections,
     }
-    return EvalReport(table, data)
+    spaced: list[RenderableType] = []
+    for table in tables:
+        spaced += [table, ""]
+    return EvalReport(Group(*spaced[:-1]), data)

@@ -72,11 +72,16 @@ class SyntheticSession:
 class _Writer:
     """Appends one session's events in loop order with deterministic ids and times."""
 
-    def __init__(self, seed: int, rng: random.Random) -> None:
+    def __init__(self, seed: int, rng: random.Random, *, session_id: str | None = None) -> None:
         self.rng = rng
         self.time = 1_700_000_000_000 + seed * 1_000_000
         self.ids = 0
-        header = {"version": 0, "id": f"synthetic-{seed}", "createdAt": self.time, "cwd": "/work/project"}
+        header = {
+            "version": 0,
+            "id": session_id or f"synthetic-{seed}",
+            "createdAt": self.time,
+            "cwd": "/work/project",
+        }
         self.session = Session.create(header, clock=self.tick)
         self.turn = 0
         self.step = 0
@@ -134,7 +139,7 @@ class _Writer:
             self.calls += 1
             call_id = f"call_{self.calls:04d}"
             ids.append(call_id)
-            blocks.append(tool_call_block(call_id, name, json.dumps(arguments)))
+            blocks.append(tool_call_block(call_id, name, json.dumps(arguments, ensure_ascii=False)))
         message = assistant_message(blocks, provider=PROVIDER, model=MODEL, id=self.new_id("a"))
         self.session.append(
             "assistant/message",
@@ -150,7 +155,7 @@ class _Writer:
                     "step": self.step,
                     "callId": call_id,
                     "name": name,
-                    "arguments": json.dumps(arguments),
+                    "arguments": json.dumps(arguments, ensure_ascii=False),
                 },
             )
             if name == "todo_write" and todos is not None:
