@@ -94,6 +94,17 @@ class _Turn(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     user: str
     reply: str
     steps: list[list[_Call]] = msgspec.field(default_factory=list)
+    context: str = ""
+
+    @property
+    def prompt(self) -> str:
+        return f"{self.context}\n\n{self.user}" if self.context else self.user
+
+
+class _Bulk(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):
+    turns: int = 8
+    reads_per_turn: int = 1
+    file_lines: int = 160
 
 
 class _ProbeDoc(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -116,16 +127,17 @@ class _Document(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cases: list[_Case]
     about: str = ""
     version: int = 1
-
-
-FILLER_TURNS: Final = 8
-"""Bulk turns after a case's own (as many as a generated session has)."""
-FILLER_LINES: Final = 160
+    bulk: _Bulk = msgspec.field(default_factory=_Bulk)
 
 
 def _check(document: _Document, where: str) -> None:
     if document.version != 1:
         raise InvalidProbe(f"version {document.version} is not supported (1 is)", where=f"{where}: $.version")
+    bulk = document.bulk
+    if not (0 <= bulk.turns <= 200 and 1 <= bulk.reads_per_turn <= 10 and 10 <= bulk.file_lines <= 2000):
+        raise InvalidProbe(
+            "bulk must have 0-200 turns, 1-10 reads per turn and 10-2000 file lines", where=f"{where}: $.bulk"
+        )
     if not document.cases:
         raise InvalidProbe("a probe set needs at least one case", where=f"{where}: $.cases")
     ids: set[str] = set()
@@ -146,11 +158,13 @@ def _check(document: _Document, where: str) -> None:
             raise InvalidProbe("probe names repeat within the case", where=f"{at}.probes")
 
 
-def _session(case: _Case, seed: int, set_name: str) -> Session:
+def _session(case: _Case, seed: int, set_name: str, bulk: _Bulk) -> Session:
+    """The case's turns in loop order, then ``bulk.turns`` turns of file reads and a test run,
+    then a short closing turn (the tail a compaction keeps)."""
     rng = random.Random(f"{set_name}/{case.id}/{seed}")
     writer = _Writer(seed, rng, session_id=f"{set_name}-{case.id}")
     for turn in case.turns:
-        writer.begin_turn(turn.user)
+        writer.begin_turn(turn.prompt)
         for step in turn.steps:
             todos = next((call.todos for call in step if call.todos is not None), None)
             writer.calls_step(
@@ -158,15 +172,19 @@ def _session(case: _Case, seed: int, set_name: str) -> Session:
                 todos=None if todos is None else [msgspec.structs.asdict(todo) for todo in todos],
             )
         writer.reply_and_end(turn.reply)
-    for index in range(FILLER_TURNS):
-        module, other = rng.sample(_MODULES, 2)
-        target = f"src/service/{module}.py"
-        writer.begin_turn(f"Next, look over {target} and run the {other} tests (check {index + 1}).")
-        writer.calls_step([("read_file", {"path": target}, _code(rng, module, FILLER_LINES, {}), False)])
+    for index in range(bulk.turns):
+        *modules, other = rng.sample(_MODULES, bulk.reads_per_turn + 1)
+        targets = [f"src/service/{module}.py" for module in modules]
+        writer.begin_turn(
+            f"Next, look over {' and '.join(targets)} and run the {other} tests (check {index + 1})."
+        )
+        for module, target in zip(modules, targets, strict=True):
+            code = _code(rng, module, bulk.file_lines, {})
+            writer.calls_step([("read_file", {"path": target}, code, False)])
         test_file = f"tests/test_{other}.py"
         log = _test_log(rng, test_file, None, rng.randint(20, 50))
         writer.calls_step([("run_shell", {"command": f"python -m pytest -q {test_file}"}, log, False)])
-        writer.reply_and_end(f"{target} looks fine and the {other} tests pass.")
+        writer.reply_and_end(f"{' and '.join(targets)} look fine and the {other} tests pass.")
     writer.begin_turn("Thanks. Give me a one-line status.")
     writer.reply_and_end("Status: done with the checks; nothing else is open on my side.")
     return writer.session
@@ -192,7 +210,7 @@ def probeset_from_json(data: bytes | str, *, where: str = "probe set", seed: int
                 )
             except InvalidProbe as error:
                 raise InvalidProbe(str(error), where=f"{where}: $.cases[{index}].probes[{number}]") from None
-        session = _session(case, seed, document.probeset)
+        session = _session(case, seed, document.probeset, document.bulk)
         cases.append(ProbeCase(id=case.id, language=case.language, session=session, probes=tuple(probes)))
     return ProbeSet(name=document.probeset, about=document.about, cases=tuple(cases))
 
