@@ -133,13 +133,16 @@ async def _accept_fallback(console: Console) -> bool:
     return await confirm(console, "Use the offline extractive summary instead?", default=True)
 
 
+_PROBE_HELP = f"KIND:TEXT to keep within reach in stored sessions ({', '.join(PROBE_KINDS)})."
+
+
 @app.command("eval-compaction")
 def eval_compaction(
     ctx: typer.Context,
     session_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Stored sessions to evaluate."),
     probes: list[str] = typer.Option(
         [], "--probe", metavar="KIND:TEXT",
-        help=f"KIND:TEXT to keep within reach in stored sessions ({', '.join(PROBE_KINDS)})."
+        help=_PROBE_HELP
     ),
     probe_sets: str | None = typer.Option(
         None, "--probes", metavar="SET",

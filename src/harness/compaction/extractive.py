@@ -2,21 +2,31 @@
 
 It copies rather than paraphrases, under the same section headings the model summarizer uses:
 
-* **Primary Request and Intent** — the head of every user request;
-* **Key Technical Concepts** — the tools used and how often;
-* **Files and Code** — every file path seen (user text, tool arguments, tool output), with the
-  tools that touched it;
-* **Errors and Fixes** — failed tool calls and error lines found in tool output;
-* **Pending Jobs** — the open items of the latest ``todo/write``;
-* **Current Work** — the last assistant conclusion and the latest tool calls with the head of
-  their results;
+* **Primary Request and Intent** — the head of the first request and of the latest ones;
+* **Key Technical Concepts** — the tools used and how often, the decisions taken (sentences
+  with let's go with, we decided, instead of, 决定, statt, en lugar de, 決めました ...), and the
+  identifiers and values named (backticked spans, ticket ids, versions, hashes, snake_case
+  names, UPPER_CASE constants, numbers with units);
+* **Files and Code** — every file path seen (user text, tool arguments, tool output; POSIX,
+  Windows, ``s3://`` and the like), with the tools that touched it;
+* **Errors and Fixes** — failed tool calls and error lines found in tool output (in several
+  languages: Error, panic, BackOff, Fehler, 错误, エラー ...);
+* **Pending Jobs** — the open items of the latest ``todo/write``, then the open tasks the user
+  stated in words (remember to, don't forget, before we finish, 记得, denk daran, acuérdate,
+  忘れずに ...);
+* **Current Work** — the last assistant conclusion, the heads of the replies before it, the
+  latest tool calls with the head of their results, and the short ``label: value`` lines of
+  every tool output (measurements, digests, settings, counts);
 * **Next Step** — the todo in progress (else the first pending one);
-* **Critical Context** — the user's constraints, verbatim (sentences with must, never, always,
-  do not, only, keep, avoid ...).
+* **Critical Context** — the user's constraints, verbatim (must, never, off-limits, hold off,
+  不要, 千万别, auf keinen Fall, no toques, 絶対 ...).
 
-A checkpoint inside the span (an earlier compaction) is merged: its bullets seed each section.
-The digest is fitted to about half of the span's price by dropping detail in a fixed order
-(older tool calls first, then shorter heads), so the same span always gives the same text.
+The phrasing rules live in ``harness.compaction.cues``. A checkpoint inside the span (an
+earlier compaction) is merged: its bullets seed each section. The digest is fitted to about
+half of the span's price by dropping detail in a fixed order (fewer and shorter items level
+by level), so the same span always gives the same text; the last level caps every list, so
+the digest stays bounded whatever the span holds. Credentials (API keys, tokens, private
+keys, ``password=`` values) are replaced by ``[redacted]`` everywhere in it.
 """
 
 from __future__ import annotations
@@ -24,9 +34,21 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from harness.compaction.checkpoint import is_checkpoint_message, summary_text_of
+from harness.compaction.cues import (
+    CONSTRAINT,
+    DECISION,
+    ERROR_LINE,
+    IDENTIFIER,
+    PATH,
+    QUANTITY,
+    SALIENT_LINE,
+    SENTENCE,
+    TASK,
+    redact,
+)
 from harness.compaction.llm import SECTION_HEADINGS
 from harness.compaction.meter import price_blocks
 from harness.compaction.summarizer import Summary, SummaryRequest
@@ -36,31 +58,41 @@ from harness.session.session import Session
 
 __all__ = ["ExtractiveSummarizer"]
 
-_CONSTRAINT = re.compile(
-    r"\b(must|mustn't|never|always|do not|don't|does not|should|shouldn't|only|avoid|keep|make sure|"
-    r"required?|requirement|prefer|forbidden|not allowed|without|at most|at least|no more than)\b",
-    re.IGNORECASE,
-)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_PATH = re.compile(
-    r"(?<![\w@:/.~-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]"
-    r"|(?<![\w/.-])[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|md|json|jsonl|toml|yaml|yml|txt|cfg|ini|rs|go|java|c|h|"
-    r"cpp|hpp|sh|sql|html|css|lock|zst|zstd)\b"
-)
-_ERROR_LINE = re.compile(
-    r"(Traceback|Error\b|Error:|error:|ERROR|FAILED|FAIL:|Exception|exit (status|code) [1-9]|"
-    r"No such file|not found|denied|refused)"
-)
-_WS = re.compile(r"\s+")
+_WS: Final = re.compile(r"\s+")
 
-_HEADS: Final = (
-    # (request head, tool arguments, result head, conclusion, tool calls kept, error lines per result)
-    (400, 160, 240, 800, 64, 3),
-    (240, 120, 160, 500, 32, 2),
-    (160, 80, 100, 300, 16, 1),
-    (100, 60, 60, 200, 8, 1),
-    (60, 40, 0, 120, 0, 1),
+
+class _Level(NamedTuple):
+    """How much of each kind of fact one level of detail keeps (counts and characters)."""
+
+    request_head: int
+    argument_head: int
+    result_head: int
+    conclusion_head: int
+    calls_kept: int
+    error_lines: int
+    requests_kept: int
+    sentences_kept: int
+    sentence_chars: int
+    paths_kept: int
+    errors_kept: int
+    salient_calls: int
+    identifiers_kept: int
+    replies_kept: int
+    reply_head: int
+    prior_kept: int
+    todos_kept: int
+
+
+_LEVELS: Final = (
+    _Level(400, 160, 240, 800, 64, 3, 40, 40, 300, 200, 48, 64, 64, 24, 200, 12, 30),
+    _Level(240, 120, 160, 500, 32, 2, 24, 30, 240, 120, 32, 32, 48, 12, 160, 6, 20),
+    _Level(160, 80, 100, 300, 16, 1, 12, 20, 200, 60, 16, 16, 32, 6, 120, 3, 12),
+    _Level(100, 60, 60, 200, 8, 1, 6, 12, 160, 30, 8, 8, 16, 3, 100, 2, 8),
+    _Level(60, 40, 0, 120, 0, 1, 3, 6, 120, 15, 4, 0, 8, 0, 0, 2, 4),
 )
+_LINE_CHARS: Final = 200
+"""The longest an error line, an output line, a path or a merged bullet is copied."""
+_SALIENT_PER_CALL: Final = 3
 
 
 def _flat(text: str) -> str:
@@ -99,23 +131,52 @@ class _Facts:
         self.prior: dict[str, list[str]] = {heading: [] for heading in SECTION_HEADINGS}
         self.requests: list[str] = []
         self.constraints: list[str] = []
+        self.tasks: list[str] = []
+        self.decisions: list[str] = []
+        self.identifiers: dict[str, None] = {}
         self.paths: dict[str, list[str]] = {}
         self.calls: list[_Call] = []
         self.errors: list[tuple[str, list[str]]] = []
-        self.conclusion = ""
+        self.replies: list[str] = []
         self.todos: list[tuple[str, str]] = []
 
     def path(self, path: str, how: str | None = None) -> None:
         path = path.rstrip(".,:;")
-        if len(path) < 3 or path.startswith(("http", "//")) or "://" in path:
+        if len(path) < 3 or path.startswith(("http", "//")) or not any(ch.isalpha() for ch in path):
+            return  # a URL, or a fraction or a ratio (``0/1`` in a READY column)
+        if "://" in path and not path.startswith(("s3:", "gs:", "az:", "abfs:", "hdfs:", "file:")):
             return
         tools = self.paths.setdefault(path, [])
         if how is not None and how not in tools:
             tools.append(how)
 
     def scan_paths(self, text: str, how: str | None = None) -> None:
-        for match in _PATH.finditer(text):
+        for match in PATH.finditer(text):
             self.path(match.group(0), how)
+
+    def scan_identifiers(self, text: str) -> None:
+        for match in IDENTIFIER.finditer(text):
+            token = match.group(1) or match.group(0)
+            if len(token) >= 3:
+                self.identifiers.setdefault(token.strip(), None)
+        for match in QUANTITY.finditer(text):
+            self.identifiers.setdefault(match.group(0), None)
+
+    def sentences(self, text: str, *, decisions_only: bool = False) -> None:
+        """Sort ``text``'s sentences into constraints, open tasks and decisions (each sentence
+        once, in that order of precedence)."""
+        for sentence in SENTENCE.split(text):
+            if not sentence or not sentence.strip():
+                continue
+            if decisions_only:
+                if DECISION.search(sentence):
+                    self.decisions.append(_flat(sentence))
+            elif CONSTRAINT.search(sentence):
+                self.constraints.append(_flat(sentence))
+            elif TASK.search(sentence):
+                self.tasks.append(_flat(sentence))
+            elif DECISION.search(sentence):
+                self.decisions.append(_flat(sentence))
 
 
 def _prior_sections(text: str) -> dict[str, list[str]]:
@@ -162,8 +223,10 @@ def _gather_message(facts: _Facts, calls: dict[str, _Call], message: Message) ->
     if message.role == "assistant":
         text = _texts(blocks)
         if text.strip():
-            facts.conclusion = text
+            facts.replies.append(text)
             facts.scan_paths(text)
+            facts.scan_identifiers(text)
+            facts.sentences(text, decisions_only=True)
         for block in blocks:
             if isinstance(block, Mapping) and block.get("type") == "tool-call":
                 call = _Call(str(block.get("name", "")), str(block.get("arguments", "")))
@@ -187,7 +250,7 @@ def _gather_message(facts: _Facts, calls: dict[str, _Call], message: Message) ->
         call.result = text
         call.error = block.get("isError") is True
         facts.scan_paths(text)
-        lines = [line for line in text.splitlines() if _ERROR_LINE.search(line)]
+        lines = [line for line in text.splitlines() if ERROR_LINE.search(line)]
         if call.error and not lines and text.strip():
             lines = [text.strip().splitlines()[0]]
         if lines or call.error:
@@ -197,9 +260,8 @@ def _gather_message(facts: _Facts, calls: dict[str, _Call], message: Message) ->
         return
     facts.requests.append(text)
     facts.scan_paths(text)
-    for sentence in _SENTENCE.split(text):
-        if _CONSTRAINT.search(sentence) and sentence.strip():
-            facts.constraints.append(_flat(sentence))
+    facts.scan_identifiers(text)
+    facts.sentences(text)
 
 
 def _call_paths(facts: _Facts, call: _Call) -> None:
@@ -224,6 +286,7 @@ def _call_paths(facts: _Facts, call: _Call) -> None:
                 values.append(value)
     for value in values:
         facts.scan_paths(value, call.name)
+        facts.scan_identifiers(value)
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -236,41 +299,87 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
+def _ends(items: Sequence[str], keep: int) -> list[str]:
+    """At most ``keep`` of ``items``: the first half and the latest, in their order."""
+    if len(items) <= keep:
+        return list(items)
+    if keep <= 0:
+        return []
+    head = keep // 2
+    return [*items[:head], *items[len(items) - (keep - head) :]]
+
+
+def _salient(text: str) -> list[str]:
+    """The short ``label: value`` / ``NAME = value`` lines of a tool output (not error lines,
+    which the errors section keeps)."""
+    out: list[str] = []
+    for match in SALIENT_LINE.finditer(text):
+        line = match.group(0).strip()
+        if line and not ERROR_LINE.search(line) and line not in out:
+            out.append(line)
+            if len(out) == _SALIENT_PER_CALL:
+                break
+    return out
+
+
 def _render(facts: _Facts, level: int) -> str:
-    request_head, argument_head, result_head, conclusion_head, calls_kept, error_lines = _HEADS[level]
-    prior_kept = max(2, 12 >> level)
+    at = _LEVELS[level]
     sections: dict[str, list[str]] = {
-        heading: list(facts.prior[heading][-prior_kept:]) for heading in SECTION_HEADINGS
+        heading: [f"- {_cut(bullet.removeprefix('- '), _LINE_CHARS)}" for bullet in facts.prior[heading]][
+            -at.prior_kept :
+        ]
+        for heading in SECTION_HEADINGS
     }
     primary, concepts, files, errors, pending, current, next_step, critical = SECTION_HEADINGS
 
-    sections[primary] += [f"- {_cut(text, request_head)}" for text in facts.requests]
+    requests = facts.requests
+    if len(requests) > at.requests_kept:
+        requests = [requests[0], *requests[len(requests) - at.requests_kept + 1 :]]
+    sections[primary] += [f"- {_cut(text, at.request_head)}" for text in requests]
     counts = Counter(call.name for call in facts.calls)
     if counts:
-        sections[concepts].append(
-            "- tools used: " + ", ".join(f"{name} ×{n}" for name, n in sorted(counts.items()))
-        )
-    for path, tools in facts.paths.items():
-        sections[files].append(f"- {path}" + (f" ({', '.join(tools)})" if tools else ""))
-    for name, lines in facts.errors:
-        shown = "; ".join(_cut(line, 200) for line in lines[:error_lines])
+        used = ", ".join(f"{name} ×{n}" for name, n in sorted(counts.items()))
+        sections[concepts].append(f"- tools used: {_cut(used, 2 * _LINE_CHARS)}")
+    decided = _ends(_dedupe(facts.decisions), at.sentences_kept)
+    sections[concepts] += [f"- decided: {_cut(text, at.sentence_chars)}" for text in decided]
+    named = _ends([_cut(token, 80) for token in facts.identifiers], at.identifiers_kept)
+    if named:
+        sections[concepts].append("- named: " + "; ".join(named))
+    paths = _ends(list(facts.paths), at.paths_kept)
+    for path in paths:
+        tools = facts.paths[path]
+        sections[files].append(f"- {_cut(path, _LINE_CHARS)}" + (f" ({', '.join(tools)})" if tools else ""))
+    for name, lines in facts.errors[-at.errors_kept :]:
+        shown = "; ".join(_cut(line, _LINE_CHARS) for line in lines[: at.error_lines])
         sections[errors].append(f"- {name} failed" + (f": {shown}" if shown else ""))
     open_todos = [(status, text) for status, text in facts.todos if status != "completed"]
-    sections[pending] += [f"- [{status}] {_cut(text, 300)}" for status, text in open_todos]
-    if facts.conclusion:
-        sections[current].append(f"- last assistant reply: {_cut(facts.conclusion, conclusion_head)}")
-    if calls_kept:
-        for call in facts.calls[-calls_kept:]:
-            line = f"- {call.name}({_cut(call.arguments, argument_head)})"
-            if call.result is not None and result_head:
+    kept_todos = open_todos[: at.todos_kept]
+    sections[pending] += [f"- [{status}] {_cut(text, 300)}" for status, text in kept_todos]
+    asked = _ends(_dedupe(facts.tasks), at.sentences_kept)
+    sections[pending] += [f"- (asked) {_cut(text, at.sentence_chars)}" for text in asked]
+    if facts.replies:
+        sections[current].append(f"- last assistant reply: {_cut(facts.replies[-1], at.conclusion_head)}")
+        earlier = _ends(facts.replies[:-1], at.replies_kept) if at.reply_head else []
+        sections[current] += [f"- earlier reply: {_cut(text, at.reply_head)}" for text in earlier]
+    if at.calls_kept:
+        for call in facts.calls[-at.calls_kept :]:
+            line = f"- {call.name}({_cut(call.arguments, at.argument_head)})"
+            if call.result is not None and at.result_head:
                 line += (" → error: " if call.error else " → ") + (
-                    _cut(call.result, result_head) or "(no output)"
+                    _cut(call.result, at.result_head) or "(no output)"
                 )
             sections[current].append(line)
+    outputs = [
+        f"- {call.name} output: " + "; ".join(_cut(line, _LINE_CHARS) for line in lines)
+        for call in facts.calls
+        if call.result and (lines := _salient(call.result))
+    ]
+    sections[current] += _ends(outputs, at.salient_calls)
     doing = [text for status, text in open_todos if status == "in_progress"] or [t for _, t in open_todos]
     if doing:
         sections[next_step].append(f"- {_cut(doing[0], 300)}")
-    sections[critical] += [f"- {constraint}" for constraint in facts.constraints]
+    kept = _ends(_dedupe(facts.constraints), at.sentences_kept)
+    sections[critical] += [f"- {_cut(text, at.sentence_chars)}" for text in kept]
 
     parts: list[str] = []
     for heading in SECTION_HEADINGS:
@@ -278,7 +387,7 @@ def _render(facts: _Facts, level: int) -> str:
         parts.append(heading)
         parts.extend(bullets or ["(none)"])
         parts.append("")
-    return "\n".join(parts).strip() + "\n"
+    return redact("\n".join(parts).strip() + "\n")
 
 
 class ExtractiveSummarizer:
@@ -304,7 +413,7 @@ class ExtractiveSummarizer:
         facts = _gather(request)
         budget = max(64, int(request.tokens * self.budget_ratio))
         text = ""
-        for level in range(len(_HEADS)):
+        for level in range(len(_LEVELS)):
             text = _render(facts, level)
             if price_blocks([{"type": "text", "text": text}]) <= budget:
                 break
