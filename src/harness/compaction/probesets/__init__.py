@@ -48,8 +48,8 @@ __all__ = [
     "probeset_json",
 ]
 
-ProbeSetName: TypeAlias = Literal["tuned", "independent"]
-BUILTIN_PROBESETS: Final[tuple[ProbeSetName, ...]] = ("tuned", "independent")
+ProbeSetName: TypeAlias = Literal["tuned", "independent", "holdout"]
+BUILTIN_PROBESETS: Final[tuple[ProbeSetName, ...]] = ("tuned", "independent", "holdout")
 
 
 class ProbeCase(msgspec.Struct, frozen=True, kw_only=True):
@@ -240,9 +240,9 @@ def builtin_probeset(name: str, *, generated: int = 6, seed: int = 0) -> ProbeSe
             for one in made
         )
         return ProbeSet(name="tuned", about=_TUNED_ABOUT, cases=cases)
-    if name == "independent":
-        data = resources.files(__name__).joinpath("independent.json").read_bytes()
-        return probeset_from_json(data, where="independent.json", seed=seed)
+    if name in ("independent", "holdout"):
+        data = resources.files(__name__).joinpath(f"{name}.json").read_bytes()
+        return probeset_from_json(data, where=f"{name}.json", seed=seed)
     raise InvalidProbe(f"no built-in probe set is called {name!r} (there are {', '.join(BUILTIN_PROBESETS)})")
 
 
