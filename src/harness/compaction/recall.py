@@ -6,7 +6,8 @@ the model would, over the log ``events``, and reads only what the tool answers:
 
 1. search for the probe's ``recall_query`` with the tool's defaults (5 hits, newest first);
 2. read each hit in turn (``seq`` with the default neighbours, two before and two after);
-3. when the answer says older hits exist (``before_seq=N``), page on and repeat,
+3. when the answer says older hits exist (``before_seq=N``, with ``partial=true`` when the
+   tool fell back to matches inside words), page on and repeat,
 
 stopping as soon as a tool answer carries the fact, or after ``max_calls`` calls. A probe
 whose query finds nothing, or whose fact sits past the tool's cuts, is not recalled: that is
@@ -34,7 +35,7 @@ MAX_RECALL_CALLS: Final = 12
 """The most tool calls one recall may make (a model that keeps digging gives up at some point)."""
 
 _HIT: Final = re.compile(r"^#(\d+) [a-z]+/[a-z-]+ \[", re.MULTILINE)
-_PAGE: Final = re.compile(r"before_seq=(\d+)")
+_PAGE: Final = re.compile(r"again with (partial=true, )?before_seq=(\d+)")
 
 
 class Recall(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,5 +109,7 @@ async def recall(
         more = _PAGE.search(answer)
         if more is None:
             break
-        page = {"query": query, "before_seq": int(more.group(1))}
+        page = {"query": query, "before_seq": int(more.group(2))}
+        if more.group(1):
+            page["partial"] = True
     return Recall(query=query, calls=tuple(calls), found_by=None, chars_read=chars)

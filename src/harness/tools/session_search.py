@@ -9,7 +9,10 @@ This read-only tool lets the model reach them. It has two modes (exactly one per
   expression: ``a.b*`` finds those four characters), newest first, at most ``limit`` hits, each
   a header (seq, type, classification, turn and step, and the session that holds it) and a
   snippet around the hit; ``scope`` keeps only ``shadowed`` (compacted away) or ``current``
-  events; ``before_seq`` pages on to older hits;
+  events; ``before_seq`` pages on to older hits. A match starts at a word
+  (``TextNeedle(word_start=True)``: ``TTL`` does not find ``settle``) unless none does; then
+  the matches inside words are shown and the answer says so; ``partial=true`` asks for those
+  from the start;
 * **read** (``seq``): the event at ``seq`` with up to ``before``/``after`` neighbours, each
   with its semantic text (events with none show their header only).
 
@@ -67,7 +70,8 @@ _DESCRIPTION = (
     "summary and are no longer shown to you, and the history of the sessions it was forked from. "
     "Use it to recover an exact detail (a value, a path, an error, an instruction) that the "
     "summary left out. Give `query` to find events whose text contains it (literal text, not a "
-    "regular expression; case and spacing do not matter); hits come newest first with their seq "
+    "regular expression; case and spacing do not matter; a match starts at a word unless you set "
+    "`partial`); hits come newest first with their seq "
     "numbers and the session that holds them. Give `seq` instead to read that event in full with "
     "`before`/`after` neighbouring events. Output is capped in size; cuts are marked."
 )
@@ -144,6 +148,11 @@ class SessionSearch:
                         "minimum": 0,
                         "description": "Only hits older than this seq (to page on).",
                     },
+                    "partial": {
+                        "type": "boolean",
+                        "description": "Also match inside longer words (by default a match starts "
+                        "at a word: `TTL` does not find `settle`).",
+                    },
                     "seq": {
                         "type": "integer",
                         "minimum": 0,
@@ -167,7 +176,7 @@ class SessionSearch:
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         """Search or read, as the arguments ask, over the fork line of the running session."""
         args = check_arguments(self.spec.name, self.spec.parameters, arguments)
-        search = {"query", "scope", "limit", "before_seq"} & args.keys()
+        search = {"query", "scope", "limit", "before_seq", "partial"} & args.keys()
         read = {"seq", "before", "after"} & args.keys()
         if ("query" in args) == ("seq" in args):
             raise ToolError(
@@ -208,13 +217,34 @@ class SessionSearch:
 
     async def _search(self, line: ForkLine, first: int, logs: _Logs, args: dict[str, Any]) -> ToolOutcome:
         query: str = args["query"]
+        partial: bool = args.get("partial", False)
         try:
-            needle = TextNeedle(query)
+            needle = TextNeedle(query, word_start=not partial)
         except InvalidQuery:
             raise ToolError(
                 "INVALID_ARGUMENTS",
                 "Invalid arguments for session_search: 'query' holds no word to look for.",
             ) from None
+        answer, shown = await self._search_with(line, first, logs, args, needle, partial=partial)
+        if not shown and not partial:  # no match starts at a word: show those inside words
+            inside, shown = await self._search_with(line, first, logs, args, TextNeedle(query), partial=True)
+            if shown:
+                return inside
+        return answer
+
+    async def _search_with(
+        self,
+        line: ForkLine,
+        first: int,
+        logs: _Logs,
+        args: dict[str, Any],
+        needle: TextNeedle,
+        *,
+        partial: bool,
+    ) -> tuple[ToolOutcome, int]:
+        """The answer with ``needle`` and how many hits it shows (``partial``: the needle also
+        matches inside words)."""
+        query: str = args["query"]
         lined = len(line.members) > 1 or line.end != "root"
         room = _NOTE_ROOM + (2 * _ID_SHOWN if lined else 0)
         out = Budget(self.max_output_chars - room)
@@ -247,24 +277,29 @@ class SessionSearch:
             older = f" before seq {args['before_seq']}" if "before_seq" in args else ""
             span = "" if not lined else " in " + _span(searched)
             answer = f"No event{where_text}{older}{span} contains {query!r}."
-            return ToolOutcome(self._capped(" ".join([answer, *notes])))
+            return ToolOutcome(self._capped(" ".join([answer, *notes]))), 0
         shown = found.shown
         page = [f"[{shown} hit{'s' if shown != 1 else ''}, newest first"]
         page[0] += ", each session of the fork line in turn." if lined else "."
+        if partial and not args.get("partial", False):
+            page.append("No match starts at a word, so these match inside longer words.")
+        again = "partial=true, " if partial else ""
         if found.more and found.last is not None:
             member, seq = found.last
-            page.append(f"More may be older: call session_search again with before_seq={seq}{_in(member)}.")
+            page.append(
+                f"More may be older: call session_search again with {again}before_seq={seq}{_in(member)}."
+            )
         elif resume is not None:
             page.append(
                 "More may be in older sessions of the fork line: call session_search again with "
-                f'session="{_shown(resume.id)}".'
+                f'{again}session="{_shown(resume.id)}".'
             )
         page.append(
             "Read one in full with seq=<seq>"
             + (" (and session=<id> for another session's hit)." if found.ancestors else ".")
         )
         note = " ".join(page + notes) + "]"
-        return ToolOutcome(self._capped(out.text(note)), meta={"hits": shown})
+        return ToolOutcome(self._capped(out.text(note)), meta={"hits": shown}), shown
 
     def _scan(
         self,
@@ -290,7 +325,7 @@ class SessionSearch:
         for seq in matching_seqs(index, where, start=seqs.end, reverse=True):
             text = own.text(index.events[seq])
             hit = needle.search(text) if text else None
-            if hit is None:  # the needle sat only in session_search's own traffic
+            if hit is None:  # only in session_search's own traffic, or only inside words
                 continue
             if found.shown == args.get("limit", 5):
                 found.more = True
