@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from harness.compaction import (
@@ -15,6 +16,8 @@ from harness.compaction import (
     generate_session,
     surface_text,
 )
+from harness.compaction.probesets import builtin_probeset
+from harness.errors import InvalidProbe
 from tests.compaction.helpers import FixedSummarizer, run
 
 
@@ -82,3 +85,84 @@ def test_eval_compaction_report_gives_a_table_and_json() -> None:
     assert "all probes kept" in rendered and "token reduction" in rendered and "extractive" in rendered
     table, same = report  # a NamedTuple: (table, data)
     assert same is data and table is report.table
+
+
+# ---- statuses: kept, recoverable through the tool, lost, invalid ----------------------------
+
+
+def test_each_probe_gets_a_status_and_a_forgetful_summary_leaves_everything_to_the_tool() -> None:
+    made = generate_session(4)
+    report = run(evaluate_retention(made.session, made.probes, {"nothing": FixedSummarizer("x")}))
+    assert report.counts("nothing") == {"kept": 0, "recoverable": 12, "lost": 0, "invalid": 0}
+    for outcome in report.probes:
+        attempt = outcome.recall["nothing"]
+        assert attempt.found and attempt.calls[0] == {"query": outcome.probe.recall_query}
+    data = report.to_json()["probes"][0]
+    assert data["status"] == {"nothing": "recoverable"} and data["recall"]["nothing"]["foundBy"] is not None
+
+
+def test_a_probe_the_log_never_held_is_invalid_not_lost() -> None:
+    made = generate_session(4)
+    ghost = Probe(name="ghost", kind="constraint", pattern="never written anywhere 9QX", query="9QX")
+    report = run(evaluate_retention(made.session, (*made.probes, ghost), {"x": ExtractiveSummarizer()}))
+    (outcome,) = [p for p in report.probes if p.probe.name == "ghost"]
+    assert outcome.status == {"x": "invalid"} and not outcome.before and outcome.recall == {}
+    assert report.counts("x")["invalid"] == 1 and report.counts("x")["lost"] == 0
+
+
+def test_a_fact_the_tool_cannot_reach_is_lost() -> None:
+    """The lost status is real: a query that finds nothing near the fact, under the tool's caps,
+    leaves the fact out of reach although the log holds it."""
+    made = generate_session(4)
+    budget = next(p for p in made.probes if p.name == "mid-file constant")  # deep in a long file read
+    far = Probe(name="far", kind="tool-result", pattern=budget.pattern, query="The mod")
+    report = run(evaluate_retention(made.session, [far], {"nothing": FixedSummarizer("x")}))
+    (outcome,) = report.probes
+    assert outcome.status == {"nothing": "lost"}
+    assert not outcome.recall["nothing"].found and len(outcome.recall["nothing"].calls) >= 2
+
+
+def test_a_regex_probe_needs_a_query_and_bad_probes_are_refused() -> None:
+    made = generate_session(4)
+    regex = Probe(name="r", kind="tool-result", pattern=r"expected \d+ got \d+", regex=True)
+    with pytest.raises(InvalidProbe, match="needs a query"):
+        run(evaluate_retention(made.session, [regex], {"x": FixedSummarizer("x")}))
+    with_query = Probe(
+        name="r", kind="tool-result", pattern=r"expected \d+ got \d+", regex=True, query="expected"
+    )
+    report = run(evaluate_retention(made.session, [with_query], {"x": FixedSummarizer("x")}))
+    assert report.probes[0].status == {"x": "recoverable"}
+    for bad in (
+        {"kind": "wish", "pattern": "x"},
+        {"kind": "task", "pattern": ""},
+        {"kind": "task", "pattern": "x", "query": "  "},
+        {"kind": "task", "pattern": "(", "regex": True},
+    ):
+        with pytest.raises(InvalidProbe):
+            Probe(name="bad", **bad)  # type: ignore[arg-type]
+    assert issubclass(InvalidProbe, ValueError) and InvalidProbe("x").code == "probe"
+
+
+def test_the_report_scores_each_probe_set_apart() -> None:
+    sets = [builtin_probeset("tuned", generated=1, seed=3), builtin_probeset("holdout")]
+    report = run(eval_compaction_report(probesets=sets))
+    data = report.data
+    names = [section["name"] for section in data["probeSets"]]
+    assert names == ["tuned", "holdout"]
+    tuned, holdout = data["probeSets"]
+    assert tuned["probes"] == 12 and holdout["probes"] == sets[1].probe_count
+    for section in (tuned, holdout):
+        statuses = section["summary"]["extractive"]["statuses"]
+        assert sum(statuses.values()) == section["probes"]
+        assert statuses["lost"] == 0 and statuses["invalid"] == 0
+    assert {"zh", "fr", "ja", "ko"} <= set(holdout["languages"])
+    assert data["probes"] == tuned["probes"] + holdout["probes"]  # the top level covers every set
+    assert data["summary"]["extractive"]["statuses"]["kept"] == sum(
+        s["summary"]["extractive"]["statuses"]["kept"] for s in data["probeSets"]
+    )
+    console = Console(file=io.StringIO(), width=80)
+    console.print(report.table)
+    rendered = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(len(line) for line in rendered.splitlines()) <= 80
+    for label in ("recoverable via the tool", "lost (must be 0)", "holdout probe set, extractive digest"):
+        assert label in rendered
