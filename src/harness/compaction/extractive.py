@@ -100,7 +100,9 @@ def _flat(text: str) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    text = _flat(text)
+    """``text`` flattened, credentials redacted (before the cut, so that no cut leaves a
+    credential's head that no longer looks like one), in at most ``limit`` characters."""
+    text = _flat(redact(text))
     if limit <= 0:
         return ""
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -171,12 +173,21 @@ class _Facts:
             if decisions_only:
                 if DECISION.search(sentence):
                     self.decisions.append(_flat(sentence))
-            elif CONSTRAINT.search(sentence):
+            elif _is_constraint(sentence):
                 self.constraints.append(_flat(sentence))
             elif TASK.search(sentence):
                 self.tasks.append(_flat(sentence))
             elif DECISION.search(sentence):
                 self.decisions.append(_flat(sentence))
+
+
+def _is_constraint(sentence: str) -> bool:
+    """A constraint cue outside every task cue ("don't" in "don't forget" makes a task)."""
+    tasks = [match.span() for match in TASK.finditer(sentence)]
+    return any(
+        not any(start <= match.start() < end for start, end in tasks)
+        for match in CONSTRAINT.finditer(sentence)
+    )
 
 
 def _prior_sections(text: str) -> dict[str, list[str]]:
