@@ -211,3 +211,24 @@ def test_a_long_whitespace_run_is_one_pass() -> None:
     haystack = "a" + " " * 200_000 + "c"
     assert not TextNeedle("a b").matches(haystack)
     assert TextNeedle("a c").matches(haystack)
+
+
+@pytest.mark.parametrize(
+    ("needle", "text", "found"),
+    [
+        ("TTL", "settle the invoice", False),  # inside a longer word
+        ("TTL", "le TTL des enregistrements", True),
+        ("TTL", "(ttl)", True),
+        ("deploy", "the deployment", True),  # a match may end inside a word
+        ("Error", "ValueError: bad", False),
+        ("Error", "Error: bad", True),
+        ("响应时间", "接口响应时间不能超过", True),  # CJK text does not separate words
+        ("数据", "3数据", True),
+        ("-x", "a-x", True),  # a needle that does not start with a letter, digit or underscore
+        ("a1", "ba1", False),
+        ("ärger", "Verärgert", False),
+    ],
+)
+def test_a_word_start_needle_does_not_match_inside_a_word(needle: str, text: str, found: bool) -> None:
+    assert TextNeedle(needle, word_start=True).matches(text) is found
+    assert TextNeedle(needle).matches(text) is (needle.casefold() in text.casefold())

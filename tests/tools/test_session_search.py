@@ -215,3 +215,21 @@ def test_the_tool_is_read_only_and_parallel_safe() -> None:
     assert harness.tools.ToolRegistry([tool]).names() == ["session_search"]
     with pytest.raises(ValueError):
         SessionSearch(max_output_chars=10)
+
+
+def test_a_match_starts_at_a_word_unless_none_does_or_partial_is_asked() -> None:
+    session = harness.Session.create()
+    _say(session, "Keep the TTL at 300 seconds during the switch.")
+    for number in range(8):
+        _say(session, f"settle invoice {number}")
+    words = search(session, query="TTL")
+    assert words.meta == {"hits": 1} and "#0 user/message" in words.text
+    assert "inside longer words" not in words.text
+    inside = search(session, query="TTL", partial=True, limit=3)
+    assert inside.meta == {"hits": 3} and "#8 " in inside.text
+    assert "again with partial=true, before_seq=6" in inside.text
+    fallback = search(session, query="ettle", limit=2)  # no match starts at a word: inside words
+    assert fallback.meta == {"hits": 2} and "No match starts at a word" in fallback.text
+    assert "partial=true, before_seq=" in fallback.text
+    assert search(session, query="missing word").text == "No event contains 'missing word'."
+    refused(session, {"seq": 1, "partial": True})  # partial goes with query
