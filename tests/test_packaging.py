@@ -81,7 +81,7 @@ def test_the_wheel_and_the_sdist_hold_the_package(dist: Path) -> None:
     sources = {
         path.relative_to(ROOT / "src").as_posix()
         for path in (ROOT / "src" / "harness").rglob("*")
-        if path.suffix in {".py", ".typed", ".html", ".css", ".js"} and "__pycache__" not in path.parts
+        if path.suffix in {".py", ".typed", ".html", ".css", ".js", ".json"} and "__pycache__" not in path.parts
     }
     with zipfile.ZipFile(dist / "dist" / f"{STEM}-py3-none-any.whl") as wheel:
         names = set(wheel.namelist())
@@ -119,3 +119,5 @@ def test_the_wheel_installs_in_a_fresh_venv_and_runs(dist: Path) -> None:
     assert run(command, "--version", cwd=dist, env=env).strip() == f"harness {PROJECT['version']}"
     demo = run(command, "demo", "--engine", cwd=dist, env=env)
     assert "The closers pass restore" in demo
+    sets = "from harness.compaction.probesets import builtin_probeset as b; print(b('holdout').probe_count)"
+    assert run(python, "-c", sets, cwd=dist, env=env).strip() == "44"  # the probe sets ship as data

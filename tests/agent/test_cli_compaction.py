@@ -117,8 +117,60 @@ def test_eval_compaction_reports_retention_for_generated_sessions(tmp_path: Path
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["summary"]["extractive"]
     assert summary["total"] > 0 and summary["retention"] > 0.5 and summary["reduction"] > 0.3
-    table = CliRunner().invoke(app, ["eval-compaction", "--generated", "1"])
+    table = CliRunner().invoke(app, ["eval-compaction", "--probes", "tuned", "--generated", "1"])
     assert table.exit_code == 0 and "extractive" in table.stdout
+
+
+def test_eval_compaction_scores_each_probe_set_apart_at_80_columns(tmp_path: Path) -> None:
+    env = {"COLUMNS": "80"}
+    result = CliRunner().invoke(app, ["eval-compaction", "--probes", "holdout"], env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80
+    assert lines[0].startswith("holdout: 7 sessions, 44 probes")
+    for label in ("all probes kept", "recoverable via the tool", "lost (must be 0)", "invalid probes"):
+        assert label in result.stdout
+    assert "holdout probe set, extractive digest" in result.stdout and "via tool" in result.stdout
+    as_json = CliRunner().invoke(app, ["eval-compaction", "--probes", "holdout", "--json"], env=env)
+    data = json.loads(as_json.stdout)
+    (section,) = data["probeSets"]
+    statuses = section["summary"]["extractive"]["statuses"]
+    assert section["name"] == "holdout" and sum(statuses.values()) == section["probes"] == 44
+    assert statuses["lost"] == 0 and statuses["invalid"] == 0
+    probe = section["reports"][0]["probes"][0]
+    assert set(probe) >= {"name", "kind", "pattern", "query", "before", "after", "status", "recall"}
+
+
+def test_eval_compaction_takes_a_probe_set_file_and_refuses_bad_choices(tmp_path: Path) -> None:
+    document = {
+        "probeset": "mine",
+        "bulk": {"turns": 2},
+        "cases": [
+            {
+                "id": "c",
+                "turns": [{"user": "Never edit gen/out.txt. The code word is OTTER-7.", "reply": "ok"}],
+                "probes": [
+                    {"name": "rule", "kind": "constraint", "pattern": "gen/out.txt", "query": "Never edit"},
+                    {"name": "ghost", "kind": "identifier", "pattern": "NOT-THERE", "query": "code word"},
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = CliRunner().invoke(app, ["eval-compaction", "--probes", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    (section,) = json.loads(result.stdout)["probeSets"]
+    assert section["name"] == "mine" and section["summary"]["extractive"]["statuses"]["invalid"] == 1
+    table = CliRunner().invoke(app, ["eval-compaction", "--probes", str(path)], env={"COLUMNS": "80"})
+    assert table.exit_code == 0 and "invalid probes" in table.stdout
+    bad = CliRunner().invoke(app, ["eval-compaction", "--probes", "everything"])
+    assert bad.exit_code == 2 and "--probes must be" in bad.output
+    path.write_text('{"probeset": "mine", "cases": []}', encoding="utf-8")
+    empty = CliRunner().invoke(app, ["eval-compaction", "--probes", str(path)])
+    assert empty.exit_code == 1 and "at least one case" in empty.output
+    alone = CliRunner().invoke(app, ["eval-compaction", "--probe", "path:x.py"])
+    assert alone.exit_code == 2 and "needs the IDs" in alone.output
 
 
 def test_eval_compaction_on_a_stored_session_with_probes(tmp_path: Path) -> None:
@@ -128,6 +180,16 @@ def test_eval_compaction_on_a_stored_session_with_probes(tmp_path: Path) -> None
         ["--root", str(tmp_path), "eval-compaction", session_id, "--probe", "path:src/app_0.py", "--json"],
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["summary"]["extractive"]["kept"] == 1
+    data = json.loads(result.stdout)
+    assert data["summary"]["extractive"]["kept"] == 1
+    assert data["probeSets"][0]["name"] == "given"
+    assert data["reports"][0]["probes"][0]["status"] == {"extractive": "kept"}
     refused = CliRunner().invoke(app, ["--root", str(tmp_path), "eval-compaction", session_id])
     assert refused.exit_code == 2
+    both = [session_id, "--probe", "path:x", "--probes", "tuned"]
+    mixed = CliRunner().invoke(app, ["--root", str(tmp_path), "eval-compaction", *both])
+    assert mixed.exit_code == 2 and "give no IDs" in mixed.output
+    kinds = CliRunner().invoke(
+        app, ["--root", str(tmp_path), "eval-compaction", session_id, "--probe", "decision:src", "--json"]
+    )
+    assert kinds.exit_code == 0, kinds.output  # the new kinds are accepted
