@@ -127,7 +127,7 @@ def test_eval_compaction_scores_each_probe_set_apart_at_80_columns(tmp_path: Pat
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines and max(len(line) for line in lines) <= 80
-    assert lines[0].startswith("holdout: 7 sessions, 44 probes")
+    assert lines[0].startswith("holdout probe set: 7 sessions, 44 probes")
     for label in ("all probes kept", "recoverable via the tool", "lost (must be 0)", "invalid probes"):
         assert label in result.stdout
     assert "holdout probe set, extractive digest" in result.stdout and "via tool" in result.stdout

@@ -298,7 +298,7 @@ def _measures_table(set_name: str, sessions: int, probes: int, summary: Mapping[
     """The figures per summarizer (the measures the report always had, and the new statuses)."""
     names = list(summary)
     table = _table(
-        f"{set_name}: {sessions} {'session' if sessions == 1 else 'sessions'}, "
+        f"{set_name} probe set: {sessions} {'session' if sessions == 1 else 'sessions'}, "
         f"{probes} {'probe' if probes == 1 else 'probes'}"
     )
     table.add_column("measure")
