@@ -139,7 +139,7 @@ def test_a_regex_probe_needs_a_query_and_bad_probes_are_refused() -> None:
         {"kind": "task", "pattern": "(", "regex": True},
     ):
         with pytest.raises(InvalidProbe):
-            Probe(name="bad", **bad)  # type: ignore[arg-type]
+            Probe(name="bad", **bad)
     assert issubclass(InvalidProbe, ValueError) and InvalidProbe("x").code == "probe"
 
 

@@ -212,4 +212,4 @@ def _probe(index: int, text: str) -> Probe:
     kind, _, pattern = text.partition(":")
     if kind not in PROBE_KINDS or not pattern:
         _fail(f"--probe must be KIND:TEXT with KIND one of {', '.join(PROBE_KINDS)}, not {text!r}", 2)
-    return Probe(name=f"probe-{index + 1}", kind=kind, pattern=pattern)  # type: ignore[arg-type]
+    return Probe(name=f"probe-{index + 1}", kind=kind, pattern=pattern)

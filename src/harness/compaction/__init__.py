@@ -11,8 +11,9 @@ Modules: ``meter`` (prices and pressure), ``region`` (selection and validation),
 message), ``summarizer`` (the protocol), ``llm`` (``LlmSummarizer``), ``extractive``
 (``ExtractiveSummarizer``), ``fallback`` (``FallbackSummarizer``: the model, else offline),
 ``prune`` (the tool-result pruner), ``policy`` (thresholds), ``triggers`` (automatic, overflow,
-manual), ``probes`` / ``retention`` / ``synthetic`` (the retention evaluation). Every name here
-is imported on first use (``retention`` imports ``rich``).
+manual), ``probes`` / ``retention`` / ``synthetic`` / ``probesets`` / ``recall`` (the retention
+evaluation, docs/compaction-retention.md), ``cues`` (the extractive digest's phrasing rules).
+Every name here is imported on first use (``retention`` imports ``rich``).
 
 How the agent loop uses it
 --------------------------
@@ -78,8 +79,24 @@ if TYPE_CHECKING:
     from harness.compaction.llm import COMPACTION_INSTRUCTION, SECTION_HEADINGS, LlmSummarizer
     from harness.compaction.meter import DEFAULT_METER, Measurement, SurfaceNode, TokenMeter, measure
     from harness.compaction.policy import Budgets, CompactionPolicy, should_compact
-    from harness.compaction.probes import Probe, surface_text
+    from harness.compaction.probes import (
+        PROBE_KINDS,
+        PROBE_STATUSES,
+        Probe,
+        ProbeKind,
+        ProbeStatus,
+        surface_text,
+    )
+    from harness.compaction.probesets import (
+        BUILTIN_PROBESETS,
+        ProbeCase,
+        ProbeSet,
+        builtin_probeset,
+        load_probeset_file,
+        probeset_from_json,
+    )
     from harness.compaction.prune import DEFAULT_PRUNER, PRUNE_MARKER, PrunerConfig, prune_tool_results
+    from harness.compaction.recall import Recall, recall_probe
     from harness.compaction.region import Region, check_region, select_compactable_range
     from harness.compaction.retention import (
         EvalReport,
@@ -113,11 +130,14 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "BUILTIN_PROBESETS",
     "COMPACTION_INSTRUCTION",
     "CONTEXT_WINDOW_EXCEEDED",
     "DEFAULT_METER",
     "DEFAULT_PRUNER",
     "PREAMBLE",
+    "PROBE_KINDS",
+    "PROBE_STATUSES",
     "PRUNE_MARKER",
     "SECTION_HEADINGS",
     "AutoOutcome",
@@ -142,7 +162,12 @@ __all__ = [
     "OverflowOutcome",
     "OverflowRecovery",
     "Probe",
+    "ProbeCase",
+    "ProbeKind",
+    "ProbeSet",
+    "ProbeStatus",
     "PrunerConfig",
+    "Recall",
     "Region",
     "RetentionReport",
     "Summarizer",
@@ -152,6 +177,7 @@ __all__ = [
     "SurfaceNode",
     "SyntheticSession",
     "TokenMeter",
+    "builtin_probeset",
     "check_region",
     "checkpoint_message",
     "compact",
@@ -164,9 +190,12 @@ __all__ = [
     "generate_sessions",
     "is_checkpoint_message",
     "live_compaction_start",
+    "load_probeset_file",
     "measure",
     "open_turn",
+    "probeset_from_json",
     "prune_tool_results",
+    "recall_probe",
     "select_compactable_range",
     "should_compact",
     "stale_compaction_starts",
@@ -180,7 +209,23 @@ _EXPORTS = {
     "harness.compaction.llm": ("COMPACTION_INSTRUCTION", "SECTION_HEADINGS", "LlmSummarizer"),
     "harness.compaction.meter": ("DEFAULT_METER", "Measurement", "SurfaceNode", "TokenMeter", "measure"),
     "harness.compaction.policy": ("Budgets", "CompactionPolicy", "should_compact"),
-    "harness.compaction.probes": ("Probe", "surface_text"),
+    "harness.compaction.probes": (
+        "PROBE_KINDS",
+        "PROBE_STATUSES",
+        "Probe",
+        "ProbeKind",
+        "ProbeStatus",
+        "surface_text",
+    ),
+    "harness.compaction.probesets": (
+        "BUILTIN_PROBESETS",
+        "ProbeCase",
+        "ProbeSet",
+        "builtin_probeset",
+        "load_probeset_file",
+        "probeset_from_json",
+    ),
+    "harness.compaction.recall": ("Recall", "recall_probe"),
     "harness.compaction.prune": ("DEFAULT_PRUNER", "PRUNE_MARKER", "PrunerConfig", "prune_tool_results"),
     "harness.compaction.region": ("Region", "check_region", "select_compactable_range"),
     "harness.compaction.retention": (

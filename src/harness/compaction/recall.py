@@ -1,6 +1,6 @@
 """Recall through the tool: can a model get a compacted-away fact back with ``session_search``?
 
-``recall(events, probe)`` plays the part of a model that half-remembers a fact: it calls the
+``recall_probe(events, probe)`` plays the part of a model that half-remembers a fact: it calls the
 real ``SessionSearch`` tool (its argument checks, its literal search, its size caps) the way
 the model would, over the log ``events``, and reads only what the tool answers:
 
@@ -29,7 +29,7 @@ from harness.query.text import event_text
 from harness.tools.base import ToolContext, ToolError
 from harness.tools.session_search import SessionSearch
 
-__all__ = ["MAX_RECALL_CALLS", "Recall", "in_log", "recall"]
+__all__ = ["MAX_RECALL_CALLS", "Recall", "in_log", "recall_probe"]
 
 MAX_RECALL_CALLS: Final = 12
 """The most tool calls one recall may make (a model that keeps digging gives up at some point)."""
@@ -67,7 +67,7 @@ def in_log(events: Sequence[Event], probe: Probe) -> bool:
     return any(probe.found_in(event_text(event)) for event in events)
 
 
-async def recall(
+async def recall_probe(
     events: Sequence[Event],
     probe: Probe,
     *,

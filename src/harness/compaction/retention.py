@@ -35,7 +35,7 @@ from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.meter import TokenMeter
 from harness.compaction.probes import PROBE_KINDS, PROBE_STATUSES, Probe, ProbeStatus, surface_text
 from harness.compaction.probesets import ProbeCase, ProbeSet, builtin_probeset
-from harness.compaction.recall import Recall, in_log, recall
+from harness.compaction.recall import Recall, in_log, recall_probe
 from harness.compaction.summarizer import Summarizer
 from harness.compaction.triggers import compact_now
 from harness.errors import CompactionError, InvalidProbe
@@ -191,7 +191,7 @@ async def evaluate_retention(
             elif kept:
                 status[probe.name][name] = "kept"
             else:
-                attempt = recalls[probe.name][name] = await recall(copy.events, probe)
+                attempt = recalls[probe.name][name] = await recall_probe(copy.events, probe)
                 status[probe.name][name] = "recoverable" if attempt.found else "lost"
         runs.append(
             SummarizerRun(

@@ -45,7 +45,6 @@ __all__ = [
     "builtin_probeset",
     "load_probeset_file",
     "probeset_from_json",
-    "probeset_json",
 ]
 
 ProbeSetName: TypeAlias = Literal["tuned", "independent", "holdout"]
@@ -244,20 +243,3 @@ def builtin_probeset(name: str, *, generated: int = 6, seed: int = 0) -> ProbeSe
         data = resources.files(__name__).joinpath(f"{name}.json").read_bytes()
         return probeset_from_json(data, where=f"{name}.json", seed=seed)
     raise InvalidProbe(f"no built-in probe set is called {name!r} (there are {', '.join(BUILTIN_PROBESETS)})")
-
-
-def probeset_json(probeset: ProbeSet) -> dict[str, Any]:
-    """What a probe set holds, for a report: its name, source and cases with their probes."""
-    return {
-        "name": probeset.name,
-        "about": probeset.about,
-        "cases": [
-            {
-                "id": case.id,
-                "language": case.language,
-                "sessionId": case.session.id,
-                "probes": len(case.probes),
-            }
-            for case in probeset.cases
-        ],
-    }
