@@ -50,6 +50,13 @@ def test_the_shipped_sets_hold_every_fact_in_their_logs_and_never_give_the_answe
         assert case.session.events[-1].type == "turn/end"
 
 
+def test_the_tuned_probes_have_queries_that_do_not_give_the_answer() -> None:
+    for case in builtin_probeset("tuned", generated=3).cases:
+        for probe in case.probes:
+            assert probe.query is not None and probe.pattern not in probe.query, probe
+            assert in_log(case.session.events, probe), probe
+
+
 def test_the_independent_set_was_not_rewritten_to_suit_the_digest() -> None:
     """The probes of the independent set are as first committed (only the sessions' shape
     changed, see the docs); this pins their count and phrasing."""

@@ -155,10 +155,11 @@ def eval_compaction(
     with_llm: bool = typer.Option(False, "--llm", help="Also evaluate the model summarizer (needs a key)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Report, per probe, whether a compacted copy keeps the fact in view, lets the
-    session_search tool recover it from the log, or loses it.
+    """Report whether compaction keeps each probed fact in view, recoverable, or lost.
 
-    Without IDs, the built-in probe sets (each scored apart); with IDs, your --probe facts."""
+    Per probe: kept in the Surface, recoverable through the session_search tool from the log,
+    or lost. Without IDs, the built-in probe sets (each scored apart); with IDs, your --probe
+    facts."""
     parsed = [_probe(index, text) for index, text in enumerate(probes)]
     if session_ids and not parsed:
         _fail("give at least one --probe KIND:TEXT for stored sessions", 2)

@@ -370,8 +370,12 @@ def _render(facts: _Facts, level: int) -> str:
     sections[pending] += [f"- (asked) {_cut(text, at.sentence_chars)}" for text in asked]
     if facts.replies:
         sections[current].append(f"- last assistant reply: {_cut(facts.replies[-1], at.conclusion_head)}")
+        last = _flat(facts.replies[-1])
         earlier = _ends(facts.replies[:-1], at.replies_kept) if at.reply_head else []
-        sections[current] += [f"- earlier reply: {_cut(text, at.reply_head)}" for text in earlier]
+        for text in earlier:
+            head = _cut(text, at.reply_head)
+            if head.removesuffix("…") not in last:  # a reply the last one repeats adds nothing
+                sections[current].append(f"- earlier reply: {head}")
     if at.calls_kept:
         for call in facts.calls[-at.calls_kept :]:
             line = f"- {call.name}({_cut(call.arguments, at.argument_head)})"

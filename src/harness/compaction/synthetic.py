@@ -249,18 +249,28 @@ def generate_session(seed: int = 0, *, filler_turns: int = 8, file_lines: int = 
     database = f"db-stg-{rng.randint(100, 999)}"
 
     probes = [
-        Probe(name="never touch vendored dir", kind="constraint", pattern=f"{vendor}/"),
-        Probe(name="latency limit", kind="constraint", pattern=f"{limit_ms} ms"),
-        Probe(name="keep signature", kind="constraint", pattern=f"{function}("),
-        Probe(name="open task: regression test", kind="task", pattern=case),
-        Probe(name="open task: document", kind="task", pattern=f"Document the {feature} handling"),
-        Probe(name="edited source", kind="path", pattern=source),
-        Probe(name="test file", kind="path", pattern=test_file),
-        Probe(name="doc to update", kind="path", pattern=doc),
-        Probe(name="failing assertion", kind="tool-result", pattern=f"expected {expected} got {got}"),
-        Probe(name="config setting", kind="tool-result", pattern=setting),
-        Probe(name="mid-file constant", kind="tool-result", pattern=budget),
-        Probe(name="staging database", kind="constraint", pattern=database),
+        Probe(name="never touch vendored dir", kind="constraint", pattern=f"{vendor}/", query="vendored"),
+        Probe(name="latency limit", kind="constraint", pattern=f"{limit_ms} ms", query="p99"),
+        Probe(name="keep signature", kind="constraint", pattern=f"{function}(", query="public signature"),
+        Probe(name="open task: regression test", kind="task", pattern=case, query="regression test"),
+        Probe(
+            name="open task: document",
+            kind="task",
+            pattern=f"Document the {feature} handling",
+            query="Document",
+        ),
+        Probe(name="edited source", kind="path", pattern=source, query="The fix is in"),
+        Probe(name="test file", kind="path", pattern=test_file, query="tests live"),
+        Probe(name="doc to update", kind="path", pattern=doc, query="new behaviour"),
+        Probe(
+            name="failing assertion",
+            kind="tool-result",
+            pattern=f"expected {expected} got {got}",
+            query="AssertionError",
+        ),
+        Probe(name="config setting", kind="tool-result", pattern=setting, query="FLUSH_INTERVAL"),
+        Probe(name="mid-file constant", kind="tool-result", pattern=budget, query="RETRY_BUDGET"),
+        Probe(name="staging database", kind="constraint", pattern=database, query="staging database"),
     ]
 
     # Turn 1: the task, its constraints, a plan, the first reads.
