@@ -128,6 +128,9 @@ def test_eval_compaction_scores_each_probe_set_apart_at_80_columns(tmp_path: Pat
     lines = result.stdout.splitlines()
     assert lines and max(len(line) for line in lines) <= 80
     assert lines[0].startswith("holdout probe set: 7 sessions, 44 probes")
+    every = CliRunner().invoke(app, ["eval-compaction", "--probes", "independent"], env=env)
+    assert "independent probe set: 8 sessions, 56 probes" in every.stdout  # a title on one line
+    assert max(len(line) for line in every.stdout.splitlines()) <= 80
     for label in ("all probes kept", "recoverable via the tool", "lost (must be 0)", "invalid probes"):
         assert label in result.stdout
     assert "holdout probe set, extractive digest" in result.stdout and "via tool" in result.stdout

@@ -297,10 +297,12 @@ def _kind_table(set_name: str, name: str, summary: Mapping[str, Any]) -> Table:
 def _measures_table(set_name: str, sessions: int, probes: int, summary: Mapping[str, Any]) -> Table:
     """The figures per summarizer (the measures the report always had, and the new statuses)."""
     names = list(summary)
-    table = _table(
+    title = (
         f"{set_name} probe set: {sessions} {'session' if sessions == 1 else 'sessions'}, "
         f"{probes} {'probe' if probes == 1 else 'probes'}"
     )
+    table = _table(title)
+    table.min_width = min(len(title), 80)  # the title on one line, not wrapped to the columns
     table.add_column("measure")
     for name in names:
         table.add_column(name, justify="right")
