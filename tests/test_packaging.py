@@ -81,7 +81,8 @@ def test_the_wheel_and_the_sdist_hold_the_package(dist: Path) -> None:
     sources = {
         path.relative_to(ROOT / "src").as_posix()
         for path in (ROOT / "src" / "harness").rglob("*")
-        if path.suffix in {".py", ".typed", ".html", ".css", ".js", ".json"} and "__pycache__" not in path.parts
+        if path.suffix in {".py", ".typed", ".html", ".css", ".js", ".json"}
+        and "__pycache__" not in path.parts
     }
     with zipfile.ZipFile(dist / "dist" / f"{STEM}-py3-none-any.whl") as wheel:
         names = set(wheel.namelist())
