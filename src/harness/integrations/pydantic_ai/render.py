@@ -135,7 +135,9 @@ def _request(entry_id: str, message: ModelRequest, turn: int, step: int) -> list
 
 def _plain_call(part: object) -> bool:
     """A call of one of the agent's own tools with an id (harness cannot show one without)."""
-    return isinstance(part, ToolCallPart) and not isinstance(part, NativeToolCallPart) and bool(part.tool_call_id)
+    if not isinstance(part, ToolCallPart) or isinstance(part, NativeToolCallPart):
+        return False
+    return bool(part.tool_call_id)
 
 
 def _response(entry_id: str, message: ModelResponse, turn: int, step: int) -> list[Rendered]:
