@@ -256,3 +256,41 @@ def test_conversations_survive_a_new_process_view(tmp_path: Path, compression: s
     run(write())
     loaded = asyncio.run(read())
     assert loaded is not None and loaded.messages == turn(1)
+
+
+def test_a_message_refused_half_way_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.errors import InvalidEventData
+    from harness.integrations.pydantic_ai import render
+    from harness.integrations.pydantic_ai import store as store_module
+
+    real = render.render_message
+
+    def refusing(entry_id: str, message: Any, *, turn: int, step: int) -> Any:
+        if message == user("refuse me"):
+            raise InvalidEventData("data.content", "refused for the test")
+        return real(entry_id, message, turn=turn, step=step)
+
+    monkeypatch.setattr(store_module, "render_message", refusing)
+
+    async def go() -> tuple[Conversation | None, list[Any]]:
+        sessions = SessionStore(MemoryBackend())
+        store = HarnessConversationStore(sessions)
+        await store.save(Conversation(conversation_id="c", messages=turn(1)))
+        stored_before = await sessions.backend.stored_length("c")
+        loaded = await store.load("c")
+        assert loaded is not None
+        loaded.messages.extend([user("fine"), user("refuse me")])
+        with pytest.raises(InvalidEventData):
+            await store.save(loaded)
+        assert await sessions.backend.stored_length("c") == stored_before
+        again = await store.load("c")
+        assert again is not None
+        again.messages.append(user("after the refusal"))
+        await store.save(again)
+        session = await sessions.inspect("c")
+        texts = [b.get("text") for m in session.derive_messages() for b in m.raw["content"]]
+        return await store.load("c"), texts
+
+    final, texts = run(go())
+    assert final is not None and final.messages == [*turn(1), user("after the refusal")]
+    assert "fine" not in texts and texts[-1] == "after the refusal"

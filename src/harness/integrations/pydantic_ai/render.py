@@ -29,7 +29,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-__all__ = ["Rendered", "render_message"]
+from harness.events.json import MAX_SAFE_INTEGER
+
+__all__ = ["Rendered", "next_position", "render_message"]
 
 PROVIDER_FALLBACK = "pydantic-ai"
 MODEL_FALLBACK = "unknown"
@@ -65,6 +67,8 @@ def _usage(message: ModelResponse) -> dict[str, int] | None:
     output = usage.output_tokens or 0
     if not (total_in or output or cache_read or cache_write):
         return None
+    if max(total_in, output, cache_read, cache_write) > MAX_SAFE_INTEGER:
+        return None  # harness data holds safe integers only; the entry keeps the counts
     # harness counts are disjoint: input excludes the cache reads and writes (FORMAT §3)
     out = {"inputTokens": max(0, total_in - cache_read - cache_write), "outputTokens": output}
     if cache_read:

@@ -96,12 +96,15 @@ class Segment:
 
     ``session`` is a detached copy of the stored log (with the closers and end-seed a load
     would add after ``durable``); appends go to it first and reach the backend as one batch
-    from ``durable`` on. ``scanned`` is how far the pydantic-ai events have been read.
+    from ``durable`` on. ``clean`` is the copy's length when it last matched the backend (more
+    events than that are a change not written yet); ``repair`` holds the stored log and the
+    closers a load would commit first; ``scanned`` is how far the pydantic-ai events are read.
     """
 
     session: Session
     durable: int
     repair: Any = None
+    clean: int = 0
     entries: list[EntrySpot] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
     state: State | None = None

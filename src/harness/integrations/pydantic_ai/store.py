@@ -92,7 +92,9 @@ class HarnessConversationStore(ConversationStore):
             return None
         session, closers, log = await restore_logged(session_id, log)
         repair = (log, closers) if closers or log.torn is not None else None
-        segment = Segment(session=session, durable=session.first_live_seq - len(closers), repair=repair)
+        segment = Segment(
+            session=session, durable=session.first_live_seq - len(closers), repair=repair, clean=len(session)
+        )
         self._index(segment)
         self._segments[session_id] = segment
         return segment
@@ -227,7 +229,11 @@ class HarnessConversationStore(ConversationStore):
         if entries and record.head_id != entries[-1].id:
             raise UserError(f"record head {record.head_id!r} is not the last new entry ({entries[-1].id!r})")
         async with self._lock:
-            await self._write(record, entries, expected_revision)
+            try:
+                await self._write(record, entries, expected_revision)
+            except BaseException:
+                self._drop_unwritten()
+                raise
 
     async def _write(
         self, record: ConversationRecord, entries: list[ConversationEntry], expected: str | None
@@ -348,7 +354,7 @@ class HarnessConversationStore(ConversationStore):
         except BaseException:
             self._segments.pop(segment.id, None)  # the copy holds events the backend may not
             raise
-        segment.durable = len(segment.session)
+        segment.durable = segment.clean = len(segment.session)
         self._index(segment)
 
     async def _publish(self, segment: Segment, conversation_id: str) -> None:
@@ -361,7 +367,7 @@ class HarnessConversationStore(ConversationStore):
             await backend.append(segment.id, segment.session.events[0:])
         except SessionConflict:
             raise ConversationConflict(conversation_id) from None
-        segment.durable = len(segment.session)
+        segment.durable = segment.clean = len(segment.session)
         self._segments[segment.id] = segment
         self._index(segment)
 
@@ -392,7 +398,17 @@ class HarnessConversationStore(ConversationStore):
             tip.session.append(
                 DELETED, {"conversationId": conversation_id, "revision": expected_revision}, ignorable=True
             )
-            await self._commit(tip, conversation_id)
+            try:
+                await self._commit(tip, conversation_id)
+            except BaseException:
+                self._drop_unwritten()
+                raise
+
+    def _drop_unwritten(self) -> None:
+        """Forget every cached copy holding events its backend write did not take (an append
+        refused in memory, or a failed write), so that the next read reads the session afresh."""
+        for session_id in [sid for sid, seg in self._segments.items() if len(seg.session) != seg.clean]:
+            del self._segments[session_id]
 
 
 def _entry(spot: EntrySpot) -> ConversationEntry:
