@@ -3,6 +3,8 @@
 Each integration is a module of its own that needs its framework's optional extra (for
 example ``pip install 'harness-sessions[openai-agents]'``); ``import harness`` never imports
 one, and this package imports none of them.
+
+``harness.integrations.pydantic_ai``: ``HarnessConversationStore``, pydantic-ai's ``ConversationStore``.
 """
 
 from __future__ import annotations
