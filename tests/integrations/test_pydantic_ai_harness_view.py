@@ -294,3 +294,17 @@ def test_a_message_refused_half_way_leaves_nothing_behind(monkeypatch: pytest.Mo
     final, texts = run(go())
     assert final is not None and final.messages == [*turn(1), user("after the refusal")]
     assert "fine" not in texts and texts[-1] == "after the refusal"
+
+
+def test_a_fork_that_keeps_no_message_is_still_a_harness_fork() -> None:
+    async def go() -> tuple[str | None, str | None, list[Any]]:
+        sessions = SessionStore(MemoryBackend())
+        store = HarnessConversationStore(sessions)
+        await store.save(Conversation(conversation_id="c", messages=turn(1)))
+        await store.fork("c", at=0, new_conversation_id="empty")
+        await store.save(Conversation(conversation_id="fresh", messages=turn(2)))
+        empty, fresh = await sessions.inspect("empty"), await sessions.inspect("fresh")
+        return empty.header.parent_session, fresh.header.parent_session, empty.derive_messages()
+
+    empty_parent, fresh_parent, shown = run(go())
+    assert (empty_parent, fresh_parent, shown) == ("c", None, [])

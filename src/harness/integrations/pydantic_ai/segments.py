@@ -108,7 +108,6 @@ class Segment:
     entries: list[EntrySpot] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
     state: State | None = None
-    abandoned: bool = False
     scanned: int = 0
 
     @property
@@ -167,9 +166,7 @@ class Segment:
                 end_seq=event.seq + _int(data, "events"),
             )
         conversation_id = _str(data, "conversationId")
-        if kind == ABANDONED:
-            self.abandoned = True
-        elif kind in STATE_TYPES and conversation_id is not None:
+        if kind in STATE_TYPES and conversation_id is not None:
             if kind == RECORD:
                 self.state = State(
                     "record", conversation_id, _str(data, "revision"), record_json=_str(data, "record")

@@ -254,7 +254,7 @@ class HarnessConversationStore(ConversationStore):
             await self._commit(tip, conversation_id)
             return
         # The conversation starts, or goes on from another point: a session of its own.
-        source, boundary = await self._fork_point(chain, start, live, conversation_id)
+        source, boundary = await self._fork_point(chain, start, live, record)
         new_id = conversation_id if tip is None else _branch_id(conversation_id)
         if source is None:
             session = Session.create(SessionHeader.new(id=new_id, cwd=self._cwd))
@@ -275,13 +275,22 @@ class HarnessConversationStore(ConversationStore):
             raise
 
     async def _fork_point(
-        self, chain: list[Segment], start: str | None, live: bool, conversation_id: str
+        self, chain: list[Segment], start: str | None, live: bool, record: ConversationRecord
     ) -> tuple[Segment | None, int]:
         """The session and seq a new session of the conversation forks at (``None``: a fresh one)."""
+        conversation_id = record.conversation_id
         if start is None:
             # no message kept: fork the tip at its first event so the lineage stays, unless the
-            # conversation was deleted (the new one of the same id has nothing to do with it)
-            return (chain[-1], 0) if chain and live else (None, 0)
+            # conversation was deleted (the new one of the same id has nothing to do with it);
+            # a new conversation forked from another with no message forks that one's tip
+            if chain:
+                return (chain[-1], 0) if live else (None, 0)
+            if record.forked_from is not None:
+                with contextlib.suppress(_NotAConversation):
+                    origin = await self._chain(record.forked_from)
+                    if origin:
+                        return origin[-1], 0
+            return None, 0
         for segment in reversed(chain):
             spot = segment.spot(start)
             if spot is not None:
