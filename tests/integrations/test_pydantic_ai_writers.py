@@ -240,3 +240,20 @@ def test_a_failed_write_leaves_the_conversation_as_it_was(storage: Callable[[], 
         await store.sessions.close()
 
     run(go())
+
+
+@pytest.mark.parametrize("storage", ["memory", *BACKENDS], indirect=True)
+def test_a_failed_first_write_does_not_block_the_conversation(storage: Callable[[], Backend]) -> None:
+    async def go() -> None:
+        faulty = FaultyBackend(storage())
+        store = HarnessConversationStore(SessionStore(faulty))
+        faulty.fail_next_append()
+        with pytest.raises(OSError):
+            await store.save(Conversation(conversation_id="c", messages=turn(1)))
+        assert await store.load("c") is None
+        await store.save(Conversation(conversation_id="c", messages=turn(2)))
+        loaded = await store.load("c")
+        assert loaded is not None and loaded.messages == turn(2)
+        await store.sessions.close()
+
+    run(go())

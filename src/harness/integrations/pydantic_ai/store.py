@@ -118,8 +118,8 @@ class HarnessConversationStore(ConversationStore):
     async def _chain(self, conversation_id: str) -> list[Segment]:
         """The conversation's sessions from its home to its tip (``[]`` if it has none)."""
         home = await self._segment(conversation_id)
-        if home is None:
-            return []
+        if home is None or home.durable == 0:
+            return []  # none, or only reserved by a creation whose first write failed
         if home.home_of() != conversation_id:
             raise _NotAConversation(conversation_id)
         chain = [home]
