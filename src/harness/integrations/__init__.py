@@ -5,6 +5,7 @@ example ``pip install 'harness-sessions[openai-agents]'``); ``import harness`` n
 one, and this package imports none of them.
 
 - ``harness.integrations.openai_agents``: ``HarnessSession``, the OpenAI Agents SDK's ``Session``.
+- ``harness.integrations.pydantic_ai``: ``HarnessConversationStore``, pydantic-ai's ``ConversationStore``.
 """
 
 from __future__ import annotations
