@@ -196,3 +196,40 @@ def test_an_index_of_an_older_version_is_dropped_and_rebuilt(tmp_path: Path) -> 
                 assert (await index.catch_up()).updated == 0
 
     asyncio.run(main())
+
+
+def test_a_sidecar_held_by_another_connection_waits_for_wal_instead_of_failing(tmp_path: Path) -> None:
+    """Two indexers opening one new sidecar at once: the second must wait for the first's lock
+    (SQLite refuses the switch into WAL at once, without its busy handler), not fail."""
+    import threading
+
+    root = tmp_path / "root"
+    root.mkdir()
+    sidecar = root / INDEX_SIDECAR
+    holder = sqlite3.connect(sidecar, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # a second indexer, between creating the file and WAL
+    released = threading.Event()
+
+    def release() -> None:
+        released.wait(10)
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    thread = threading.Thread(target=release)
+    thread.start()
+
+    async def scenario() -> None:
+        store = SessionStore(JsonlBackend(root))
+        index = open_search_index(store)
+        try:
+            asyncio.get_running_loop().call_later(0.3, released.set)
+            await index.catch_up()
+            assert await index.states() == {}
+        finally:
+            await index.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        released.set()
+        thread.join()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -182,13 +183,38 @@ class SidecarIndex:
         try:
             conn.execute("PRAGMA trusted_schema = OFF")
             if not self._memory:
-                conn.execute("PRAGMA journal_mode = WAL")
+                self._enter_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             self._prepare(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _enter_wal(self, conn: sqlite3.Connection) -> None:
+        # Switching a file into WAL needs it alone for a moment, and SQLite answers "database
+        # is locked" at once, without its busy handler, while another connection (a second
+        # indexer opening the same new file) holds it: retry until the busy timeout.
+        deadline = time.monotonic() + self._busy_timeout
+        delay = 0.002
+        while True:
+            try:
+                mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+                if mode != "wal":
+                    mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+                mode = ""
+            if mode == "wal":
+                return
+            if time.monotonic() >= deadline:
+                raise SearchIndexError(
+                    f"the search index {self._path} could not enter WAL mode within "
+                    f"{self._busy_timeout:g} s (another process holds it)"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         application = conn.execute("PRAGMA application_id").fetchone()[0]
