@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import shlex
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from harness.demos.agent import run_agent_demo
@@ -36,3 +38,19 @@ def test_the_agent_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
     assert reasons == ["initial", "resume"]
     # the sessions stay where the demo said, both of them (the run and the compaction)
     assert len(list((tmp_path / "sessions").rglob("session.jsonl*"))) == 2
+
+
+def test_the_viewer_hint_names_the_program_the_user_ran_when_harness_is_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.demos.agent import _harness_command
+
+    program = tmp_path / "my venv" / "bin" / "harness"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    monkeypatch.setattr("sys.argv", [str(program), "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert _harness_command() == shlex.quote(str(program))
+    monkeypatch.setenv("PATH", str(program.parent))
+    program.chmod(0o755)
+    assert _harness_command() == "harness"

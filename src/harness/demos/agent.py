@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -185,13 +186,29 @@ def run_agent_demo(console: Console | None = None, sessions: Path | None = None)
             )
         )
         out.print(
-            f"The demo's sessions are kept in {escape(str(sessions))}. Browse them (the Event Log "
-            f"beside the Surface, the compaction, the world check, time travel) in the viewer:\n"
-            f"  harness serve --store {escape(shlex.quote(str(sessions)))} --open",
+            Text(
+                f"The demo's sessions are kept in {sessions}. Browse them (the Event Log beside "
+                "the Surface, the compaction, the world check, time travel) in the viewer:"
+            ),
+            highlight=False,
+        )
+        # one unbroken line, so that it can be copied
+        out.print(
+            f"  {escape(_harness_command())} serve --store {escape(shlex.quote(str(sessions)))} --open",
             highlight=False,
             soft_wrap=True,
         )
         return session
+
+
+def _harness_command() -> str:
+    """How the user runs harness: ``harness`` when it is on PATH, else the program's own path
+    (``make demo`` runs ``.venv/bin/harness`` without activating the venv)."""
+    program = sys.argv[0] if sys.argv else ""
+    found = shutil.which("harness")
+    if found is None and os.path.basename(program) == "harness" and os.path.exists(program):
+        return shlex.quote(program)
+    return "harness"
 
 
 _WINDOW = 5000
