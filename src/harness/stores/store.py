@@ -14,6 +14,7 @@ returned flush (and whatever a background write made durable earlier is kept).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
@@ -311,6 +312,18 @@ class SessionStore:
     def pending(self, session: Session) -> int:
         """Events of ``session`` appended but not yet durable."""
         return self._live_of(session).writer.pending
+
+    def rebind_loop(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Move every live session's write-behind to ``loop`` (call from ``loop``): False, moving
+        none, while a write runs in the loop they use now. A store is used from one event loop
+        at a time; this hands it to the next one (the backend must work from any loop, as the
+        memory, JSONL, SQLite and PostgreSQL backends do)."""
+        writers = [live.writer for live in self._live.values()]
+        if any(writer.busy for writer in writers):
+            return False
+        for writer in writers:
+            writer.rebind(loop)
+        return True
 
     async def release(self, session: Session) -> None:
         """Flush ``session`` and stop persisting it (it becomes detached)."""

@@ -167,8 +167,41 @@ class WriteBehind:
         self._cursor = batch[-1].seq + 1
         self.last_error = None
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and no write running: everything appended is durable."""
+        return not self._queue and self._writing is None and self._drain is None
+
+    @property
+    def busy(self) -> bool:
+        """A write (or a flush's drain) is running in this writer's loop."""
+        return self._writing is not None or self._drain is not None
+
+    def rebind(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Run from now on in ``loop`` (the caller's): False, changing nothing, while a write
+        runs in the current loop. A window armed there is re-armed in ``loop``. Call it from
+        ``loop`` and only when no other loop uses this writer any more."""
+        if loop is self._loop:
+            return True
+        if self.busy:
+            return False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._loop = loop
+        if self._queue and not self._closed:
+            self._timer = loop.call_later(self._window, self._on_timer)
+        return True
+
     async def flush(self) -> None:
         """Return when every event appended before this call is durable."""
+        if self.idle:
+            return  # nothing to wait for, from whatever loop
+        if asyncio.get_running_loop() is not self._loop:
+            raise StorageError(
+                f"session {self._id!r}: its pending events are written by another event loop; "
+                "flush from that loop (or rebind the store first)"
+            )
         drain = self._drain
         if drain is None:
             drain = self._drain = self._loop.create_task(self._drain_queue())

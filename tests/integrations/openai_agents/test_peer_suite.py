@@ -35,11 +35,6 @@ LIMIT_PAIRS = (
     "function_call falls outside the window (the runner drops it later); ours never returns an "
     "output without its call (openai-agents-python #4322), so the window is shorter"
 )
-ONE_LOOP = (
-    "a HarnessSession is bound to the event loop it was first used in (its store writes from "
-    "that loop); Runner.run_sync, or threads with loops of their own, use the one session from "
-    "several loops, and ours refuses that with StorageError instead of SQLite's connection per thread"
-)
 SQLITE_MACHINERY = (
     "tests SQLiteSession's own SQLite machinery (per-thread connections, write locks, rollback, "
     "raw rows inserted with SQL, close()), which a harness store does not have"
@@ -50,18 +45,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "tests/test_agent_runner.py::test_prepare_input_with_session_leaves_custom_callback_output_unchanged": LIMIT_PAIRS,  # noqa: E501
     "tests/memory/test_session_limit.py::test_session_limit_drops_unmatched_history_function_call_output[run]": LIMIT_PAIRS,  # noqa: E501
     "tests/memory/test_session_limit.py::test_session_limit_drops_unmatched_history_function_call_output[run_streamed]": LIMIT_PAIRS,  # noqa: E501
-    "tests/memory/test_session.py::test_session_callback_prepared_input[run_sync]": ONE_LOOP,
-    "tests/memory/test_session.py::test_session_callback_repeating_history_does_not_grow_session[run_sync]": ONE_LOOP,  # noqa: E501
-    "tests/memory/test_session.py::test_session_memory_appends_list_input_by_default[run_sync]": ONE_LOOP,
-    "tests/memory/test_session.py::test_session_memory_basic_functionality_parametrized[run_sync]": ONE_LOOP,
-    "tests/memory/test_session.py::test_session_memory_different_sessions_parametrized[run_sync]": ONE_LOOP,
-    "tests/memory/test_session.py::test_session_memory_with_explicit_instance_parametrized[run_sync]": ONE_LOOP,  # noqa: E501
-    "tests/memory/test_session.py::test_sqlite_session_concurrent_access": ONE_LOOP,
-    "tests/memory/test_session_limit.py::test_session_limit_drops_unmatched_history_function_call_output[run_sync]": ONE_LOOP,  # noqa: E501
-    "tests/memory/test_session_limit.py::test_session_limit_larger_than_history[run_sync]": ONE_LOOP,
-    "tests/memory/test_session_limit.py::test_session_limit_none_gets_all_history[run_sync]": ONE_LOOP,
-    "tests/memory/test_session_limit.py::test_session_limit_parameter[run_sync]": ONE_LOOP,
-    "tests/memory/test_session_limit.py::test_session_limit_zero[run_sync]": ONE_LOOP,
 }
 
 # Tests of the files pointed at ours that are not applicable (not run by make test, counted in the docs).

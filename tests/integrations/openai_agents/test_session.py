@@ -336,16 +336,3 @@ def test_get_items_follows_a_pruned_tool_result_on_the_surface() -> None:
     pruned = items[2]
     assert {**pruned, "output": None} == {**big, "output": None}  # the item, with the pruned output
     assert PRUNE_MARKER in pruned["output"] and len(pruned["output"]) < 20_000
-
-
-def test_another_event_loop_is_refused_before_anything_is_added() -> None:
-    session = HarnessSession("s", SessionStore(MemoryBackend()))
-    run(lambda: session.add_items([USER]))
-    with pytest.raises(StorageError, match="writes from the event loop it was first used in"):
-        run(lambda: session.add_items([ANSWER]))
-    for remove in (session.pop_item, session.clear_session):
-        with pytest.raises(StorageError):
-            run(remove)
-    live = session._session
-    assert live is not None and len(live.events) == 1
-    assert run(session.get_items) == [USER]  # reading is pure memory: any loop

@@ -26,7 +26,7 @@ from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.summarizer import Summarizer
 from harness.compaction.transaction import CompactionResult
 from harness.compaction.triggers import compact_now
-from harness.errors import CompactionBusy, CompactionChanged, SessionNotFound, StorageError
+from harness.errors import CompactionBusy, CompactionChanged, SessionNotFound
 from harness.events.event import Event, Replace
 from harness.integrations.openai_agents.items import (
     OP_KEY,
@@ -36,6 +36,7 @@ from harness.integrations.openai_agents.items import (
     item_payload,
     tombstone_payload,
 )
+from harness.integrations.openai_agents.loops import gate_of
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 
@@ -72,7 +73,12 @@ class HarnessSession:
     shape; the runner calls ``run_compaction`` after every turn): without one only a forced
     call compacts, with ``default_should_trigger_compaction`` it is the SDK's threshold of 10
     items; ``retain_tokens`` is the recent tail a compaction keeps verbatim; ``model`` names
-    the model in the source of assistant items. Use it from one event loop, like its store.
+    the model in the source of assistant items.
+
+    Any event loop and thread may call it (``Runner.run_sync`` makes a loop per call): the
+    store runs in one loop at a time, calls from the loop that has it run at once, and a call
+    from another loop waits (without blocking its loop) until those are done, then takes the
+    store to its own loop. No thread is started: there is nothing to close but the store.
     """
 
     session_settings: SessionSettings | None = None
@@ -102,7 +108,7 @@ class HarnessSession:
         self.model = model
         self._cwd = cwd
         self._session: Session | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._gate = gate_of(store)  # one per store: shared by every HarnessSession on it
         self._opening: asyncio.Future[Session] | None = None
         self._calls: dict[str, int] = {}  # call_id -> seq of the event that holds the call
 
@@ -114,29 +120,29 @@ class HarnessSession:
     async def session(self, *, writing: bool = True) -> Session:
         """The live harness session behind this one (loaded or created on first use).
 
-        ``StorageError`` when a write (or the first use) comes from another event loop than
-        the first use: the store's writes belong to that loop (``Runner.run_sync`` runs a loop
-        per call: give each call its own store and ``HarnessSession``, or use ``Runner.run``
-        in one loop). Reading an opened session is pure memory and works from any loop.
+        Works from any event loop and thread: the store runs in one loop at a time, and a
+        call from another waits until the current loop's calls are done, then moves the
+        store to its own loop (``loops.py``). ``writing`` is accepted for compatibility: an
+        opened session is returned at once either way.
         """
-        if self._session is not None and not writing:
-            return self._session
-        loop = asyncio.get_running_loop()
-        if self._loop is None:
-            self._loop = loop
-        elif loop is not self._loop:
-            raise StorageError(
-                f"HarnessSession {self.session_id!r} writes from the event loop it was first used in "
-                "(its store's loop); use one HarnessSession per event loop"
-            )
         if self._session is not None:
             return self._session
+        async with self._gate.hold():
+            return await self._opened()
+
+    async def _opened(self) -> Session:
+        """The live session; call inside the gate."""
+        if self._session is not None:
+            return self._session
+        loop = asyncio.get_running_loop()
+        if self._opening is not None and self._opening.get_loop() is not loop:
+            self._opening = None  # begun in a loop that no longer drives the store: it ended
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._open())
         try:
             session = await asyncio.shield(self._opening)
         except BaseException:
-            if self._opening.done():
+            if self._opening is not None and self._opening.done():
                 self._opening = None
             raise
         self._session = session
@@ -150,6 +156,11 @@ class HarnessSession:
 
     async def flush(self) -> None:
         """Return when every item added so far is durable."""
+        async with self._gate.hold():
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """``flush`` inside the gate."""
         await self.store.flush(await self.session())
 
     async def _settle(self, session: Session) -> None:
@@ -162,6 +173,11 @@ class HarnessSession:
         """The current history, oldest first; the latest ``limit`` items when given (else the
         ``session_settings`` limit). A limited window never starts with a tool output whose
         call it cut off: such an output is left out (the window may be shorter)."""
+        async with self._gate.hold():
+            return await self._get_items(limit)
+
+    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
+        """``get_items`` inside the gate."""
         session = await self.session(writing=False)
         limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
@@ -172,6 +188,11 @@ class HarnessSession:
         """Append ``items`` (each becomes one event) and, unless ``durable=False``, make them
         durable before returning. Every item is checked first: a bad one raises
         (``InvalidMessage`` / ``InvalidEventData``) and none is added."""
+        async with self._gate.hold():
+            await self._add_items(items)
+
+    async def _add_items(self, items: list[TResponseInputItem]) -> None:
+        """``add_items`` inside the gate."""
         if not items:
             return
         payloads = [item_payload(item, self.model) for item in items]
@@ -194,6 +215,11 @@ class HarnessSession:
         """Remove the latest item from the history and return it (None when there is none).
 
         Recorded as a Surface replace: the item's event stays in the log."""
+        async with self._gate.hold():
+            return await self._pop_item()
+
+    async def _pop_item(self) -> TResponseInputItem | None:
+        """``pop_item`` inside the gate."""
         session = await self.session()
         nodes = session.surface.nodes
         events = session.events
@@ -208,6 +234,11 @@ class HarnessSession:
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty the history. Recorded as one Surface replace of every current node: no
         event is deleted, and ``harness log`` still shows what was there."""
+        async with self._gate.hold():
+            await self._clear_session()
+
+    async def _clear_session(self) -> None:
+        """``clear_session`` inside the gate."""
         session = await self.session()
         nodes = session.surface.nodes
         if not nodes or (len(nodes) == 1 and _is_tombstone(session.events[nodes[0]])):
@@ -234,6 +265,11 @@ class HarnessSession:
         ``response_id``, ``store`` and ``compaction_mode`` are accepted and not used: the
         summary is made here, not by the Responses API.
         """
+        async with self._gate.hold():
+            return await self._run_compaction(args)
+
+    async def _run_compaction(self, args: OpenAIResponsesCompactionArgs | None) -> CompactionResult | None:
+        """``run_compaction`` inside the gate."""
         session = await self.session()
         force = bool(args.get("force", False)) if args else False
         if not force:
