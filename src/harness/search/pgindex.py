@@ -40,6 +40,7 @@ from harness.query.index import QueryIndex
 from harness.search.backing import Candidate, CandidateQuery, Key
 from harness.search.fold import fold_text
 from harness.search.plan import SessionPlan, SessionState
+from harness.search.prefilter import PrefilterDialect, build_prefilter
 from harness.search.sidecar import CLASSIFICATIONS_BY_CODE
 from harness.stores.postgres.backend import PostgresBackend
 from harness.stores.postgres.codec import db_text, from_db_text
@@ -339,7 +340,7 @@ class PostgresIndex:
 
     async def candidates(self, query: CandidateQuery, after: Key | None, limit: int) -> list[Candidate]:
         params: list[Any] = []
-        clauses = _prefilter(query, params)
+        clauses = build_prefilter(query, params, _PREFILTER)
         if query.terms:
             tsquery = " & ".join(f"'{_lexeme(term)}'" for term in query.terms)
             text = (
@@ -392,41 +393,17 @@ class PostgresIndex:
         """Nothing to close: the connections are the backend's."""
 
 
-def _prefilter(query: CandidateQuery, params: list[Any]) -> str:
-    """SQL conditions keeping a superset of what ``query.where`` admits (``%s`` placeholders)."""
-    where = query.where
-    clauses: list[str] = []
-    if query.session is not None:
-        clauses.append("r.session_id = %s::text")
-        params.append(db_text(query.session))
-    for column, ranges in (("r.seq", where.seqs), ("r.time", where.times)):
-        if ranges:
-            parts = []
-            for value in ranges:
-                bounds = []
-                if value.start is not None:
-                    bounds.append(f"{column} >= %s::bigint")
-                    params.append(value.start)
-                if value.end is not None:
-                    bounds.append(f"{column} <= %s::bigint")
-                    params.append(value.end)
-                parts.append(" AND ".join(bounds) or "true")
-            clauses.append("(" + " OR ".join(f"({part})" for part in parts) + ")")
-    if where.types:
-        parts = []
-        for kind in where.types:
-            if kind.endswith("/*"):
-                parts.append("starts_with(r.type, %s::text)")
-                params.append(db_text(kind[:-1]))
-            else:
-                parts.append("r.type = %s::text")
-                params.append(db_text(kind))
-        clauses.append("(" + " OR ".join(parts) + ")")
-    if where.classifications:
-        clauses.append("r.class = ANY(%s::smallint[])")
-        params.append(sorted({QueryIndex.code_of(name) for name in where.classifications}))
-    for column, values in (("r.turn", where.turns), ("r.step", where.steps)):
-        if values:
-            clauses.append(f"{column} = ANY(%s::integer[])")
-            params.append(sorted(set(values)))
-    return " AND ".join(clauses) if clauses else "true"
+def _pg_any_of(column: str, sql_type: str, values: Sequence[int], params: list[Any]) -> str:
+    params.append(list(values))
+    return f"{column} = ANY(%s::{sql_type}[])"
+
+
+_PREFILTER: Final = PrefilterDialect(
+    integer="%s::bigint",
+    text="%s::text",
+    true="true",
+    session_column="r.session_id",
+    encode_text=db_text,
+    prefix_match=lambda column, _prefix: f"starts_with({column}, %s::text)",
+    any_of=_pg_any_of,
+)

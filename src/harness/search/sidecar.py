@@ -44,6 +44,7 @@ from harness.query.records import CLASSIFICATIONS
 from harness.search.backing import Candidate, CandidateQuery, Key
 from harness.search.fold import fold_text
 from harness.search.plan import SessionPlan, SessionState
+from harness.search.prefilter import PrefilterDialect, build_prefilter
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["APPLICATION_ID", "NARROW", "SCHEMA_VERSION", "SidecarIndex"]
@@ -82,45 +83,20 @@ def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _prefilter(query: CandidateQuery, params: list[Any]) -> str:
-    """SQL conditions that keep a superset of what ``query.where`` admits (the engine checks
-    each candidate against the filter itself afterwards)."""
-    where = query.where
-    clauses: list[str] = []
-    if query.session is not None:
-        clauses.append("s.id = ?")
-        params.append(_b(query.session))
-    for column, ranges in (("r.seq", where.seqs), ("r.time", where.times)):
-        if ranges:
-            parts = []
-            for value in ranges:
-                bounds = []
-                if value.start is not None:
-                    bounds.append(f"{column} >= ?")
-                    params.append(value.start)
-                if value.end is not None:
-                    bounds.append(f"{column} <= ?")
-                    params.append(value.end)
-                parts.append(" AND ".join(bounds) or "1")
-            clauses.append("(" + " OR ".join(f"({part})" for part in parts) + ")")
-    if where.types:
-        parts = []
-        for kind in where.types:
-            if kind.endswith("/*"):
-                prefix = _b(kind[:-1])
-                parts.append(f"substr(r.type, 1, {len(prefix)}) = ?")
-                params.append(prefix)
-            else:
-                parts.append("r.type = ?")
-                params.append(_b(kind))
-        clauses.append("(" + " OR ".join(parts) + ")")
-    if where.classifications:
-        codes = sorted({QueryIndex.code_of(name) for name in where.classifications})
-        clauses.append(f"r.class IN ({', '.join(str(code) for code in codes)})")
-    for column, values in (("r.turn", where.turns), ("r.step", where.steps)):
-        if values:
-            clauses.append(f"{column} IN ({', '.join(str(int(value)) for value in sorted(set(values)))})")
-    return " AND ".join(clauses) if clauses else "1"
+def _sqlite_any_of(column: str, _sql_type: str, values: Sequence[int], _params: list[Any]) -> str:
+    # Integers inline: SQLite has no array parameter, and these are never user text.
+    return f"{column} IN ({', '.join(str(int(value)) for value in values)})"
+
+
+_PREFILTER: Final = PrefilterDialect(
+    integer="?",
+    text="?",
+    true="1",
+    session_column="s.id",
+    encode_text=_b,
+    prefix_match=lambda column, prefix: f"substr({column}, 1, {len(prefix)}) = ?",
+    any_of=_sqlite_any_of,
+)
 
 
 _SELECT: Final = (
@@ -448,7 +424,7 @@ class SidecarIndex:
         params: list[Any] = []
         if query.terms:
             params.append(" AND ".join(_phrase(term) for term in query.terms))
-            pre = _prefilter(query, params)
+            pre = build_prefilter(query, params, _PREFILTER)
             sql = (
                 f"{_SELECT}, m.score FROM (SELECT rowid, bm25(fts) AS score FROM fts WHERE fts MATCH ?) AS m"
                 " JOIN rows AS r ON r.rowid = m.rowid JOIN sessions AS s ON s.key = r.session_key"
@@ -459,7 +435,7 @@ class SidecarIndex:
                 params += [after[0], _b(after[1]), after[2]]
             sql += " ORDER BY m.score, s.id, r.seq LIMIT ?"
         else:
-            pre = _prefilter(query, params)
+            pre = build_prefilter(query, params, _PREFILTER)
             sql = (
                 f"{_SELECT}, 0.0 FROM rows AS r JOIN sessions AS s ON s.key = r.session_key WHERE {pre}"
             )
