@@ -18,10 +18,9 @@ from pydantic_ai.conversation_store import ConversationConflict
 from harness.events.event import Event
 from harness.integrations.pydantic_ai import HarnessConversationStore
 from harness.query.forks import store_lineage
-from harness.session.header import SessionHeader
 from harness.stores import SessionStore
-from harness.stores.backend import Backend, SessionInfo, StoredLog
-from harness.stores.faults import FaultyBackend
+from harness.stores.backend import Backend
+from harness.stores.faults import DelegatingBackend, FaultyBackend
 from tests.integrations.pydantic_ai_support import make_backend, reply, turn, user
 from tests.stores.helpers import run
 from tests.stores.pg import drop_schema
@@ -29,36 +28,18 @@ from tests.stores.pg import drop_schema
 BACKENDS = ["jsonl", "sqlite", "postgres"]
 
 
-class HookedBackend:
+class HookedBackend(DelegatingBackend):
     """A backend whose next append to a given session first runs a hook (another writer)."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.hooks: dict[str, Callable[[], Awaitable[None]]] = {}
-
-    async def create(self, header: SessionHeader) -> None:
-        await self.inner.create(header)
 
     async def append(self, session_id: str, batch: Sequence[Event]) -> None:
         hook = self.hooks.pop(session_id, None)
         if hook is not None:
             await hook()
         await self.inner.append(session_id, batch)
-
-    async def read(self, session_id: str) -> StoredLog:
-        return await self.inner.read(session_id)
-
-    async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
-        await self.inner.repair(session_id, log, closers)
-
-    async def stored_length(self, session_id: str) -> int:
-        return await self.inner.stored_length(session_id)
-
-    async def list(self) -> list[SessionInfo]:
-        return await self.inner.list()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""``FaultyBackend``: a backend wrapper that fails on command, for tests of durability.
+"""``FaultyBackend``: a backend wrapper that fails on command, for tests of durability;
+``DelegatingBackend``: the base of such wrappers, forwarding every ``Backend`` method.
 
 It ships with the package so that users can test their own recovery paths too.
 """
@@ -12,45 +13,21 @@ from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, SessionInfo, StoredLog
 
-__all__ = ["FaultyBackend"]
+__all__ = ["DelegatingBackend", "FaultyBackend"]
 
 
-class FaultyBackend:
-    """Wraps a backend; ``fail_next_append`` makes the next append raise.
+class DelegatingBackend:
+    """A ``Backend`` that forwards every call to ``inner``: subclass it and override only
+    the methods a wrapper changes."""
 
-    ``after_write=False``: the append fails before anything is written (a clean
-    failure). ``after_write=True``: the inner append runs and commits, then the
-    error is raised anyway (a lost reply: the caller cannot know it committed).
-    ``partial=n``: the first ``n`` events of the batch are committed, then it fails.
-    Every append's batch size and loop time are recorded in ``appends``.
-    """
-
-    def __init__(self, inner: Backend, *, delay_s: float = 0.0) -> None:
+    def __init__(self, inner: Backend) -> None:
         self.inner = inner
-        self.delay_s = delay_s
-        self.appends: list[tuple[float, int]] = []
-        self._fail: list[tuple[BaseException, bool, int | None]] = []
-
-    def fail_next_append(
-        self, error: BaseException | None = None, *, after_write: bool = False, partial: int | None = None
-    ) -> None:
-        self._fail.append((error or OSError(5, "Input/output error (injected)"), after_write, partial))
 
     async def create(self, header: SessionHeader) -> None:
         await self.inner.create(header)
 
     async def append(self, session_id: str, batch: Sequence[Event]) -> None:
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
-        if self._fail:
-            error, after_write, partial = self._fail.pop(0)
-            if partial is not None:
-                await self.inner.append(session_id, batch[:partial])
-            elif after_write:
-                await self.inner.append(session_id, batch)
-            raise error
         await self.inner.append(session_id, batch)
-        self.appends.append((asyncio.get_running_loop().time(), len(batch)))
 
     async def read(self, session_id: str) -> StoredLog:
         return await self.inner.read(session_id)
@@ -66,3 +43,38 @@ class FaultyBackend:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+class FaultyBackend(DelegatingBackend):
+    """Wraps a backend; ``fail_next_append`` makes the next append raise.
+
+    ``after_write=False``: the append fails before anything is written (a clean
+    failure). ``after_write=True``: the inner append runs and commits, then the
+    error is raised anyway (a lost reply: the caller cannot know it committed).
+    ``partial=n``: the first ``n`` events of the batch are committed, then it fails.
+    Every append's batch size and loop time are recorded in ``appends``.
+    """
+
+    def __init__(self, inner: Backend, *, delay_s: float = 0.0) -> None:
+        super().__init__(inner)
+        self.delay_s = delay_s
+        self.appends: list[tuple[float, int]] = []
+        self._fail: list[tuple[BaseException, bool, int | None]] = []
+
+    def fail_next_append(
+        self, error: BaseException | None = None, *, after_write: bool = False, partial: int | None = None
+    ) -> None:
+        self._fail.append((error or OSError(5, "Input/output error (injected)"), after_write, partial))
+
+    async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self._fail:
+            error, after_write, partial = self._fail.pop(0)
+            if partial is not None:
+                await self.inner.append(session_id, batch[:partial])
+            elif after_write:
+                await self.inner.append(session_id, batch)
+            raise error
+        await self.inner.append(session_id, batch)
+        self.appends.append((asyncio.get_running_loop().time(), len(batch)))
