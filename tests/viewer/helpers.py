@@ -1,12 +1,15 @@
 """Stores for the viewer's tests: the engine demo's sessions, an XSS-planted session, every
-dsh fixture in a root of its own, and a helper that opens the app over a root."""
+dsh fixture in a root of its own, a helper that opens the app over a root, and one that
+follows a session's live feed."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -141,3 +144,22 @@ def client(root: Path, compression: Compression = "none", **options: Any) -> Ite
 
     with TestClient(create_app(open_store, **options), base_url="http://127.0.0.1:8765") as test_client:
         yield test_client
+
+
+def live_messages(c: TestClient, since: int, grow: Callable[[], None]) -> list[tuple[str, Any]]:
+    """Follow ``/session/live`` of ``demo-session`` from ``since`` while ``grow`` runs on a
+    thread, collecting the (event, data) messages up to the first ``grown``."""
+    writer = threading.Thread(target=grow)
+    writer.start()
+    messages: list[tuple[str, Any]] = []
+    with c.stream("GET", f"/session/live?id=demo-session&from={since}") as stream:
+        kind = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                messages.append((kind, json.loads(line[6:])))
+                if kind == "grown":
+                    break
+    writer.join()
+    return messages

@@ -4,12 +4,9 @@ escaping, ids that try to leave the store, the token, the read-only promise, bou
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -27,6 +24,7 @@ from tests.viewer.helpers import (
     client,
     demo_root,
     fixture_files,
+    live_messages,
     place_fixture,
     snapshot,
 )
@@ -518,19 +516,7 @@ def test_a_growing_session_is_announced_live(tmp_path: Path) -> None:
 
     with client(root, live_poll=0.05, live_limit=5.0) as c:
         length = len(inspected(root))
-        writer = threading.Thread(target=grow)
-        writer.start()
-        messages: list[tuple[str, Any]] = []
-        with c.stream("GET", f"/session/live?id=demo-session&from={length}") as stream:
-            kind = ""
-            for line in stream.iter_lines():
-                if line.startswith("event: "):
-                    kind = line[7:]
-                elif line.startswith("data: "):
-                    messages.append((kind, json.loads(line[6:])))
-                    if kind == "grown":
-                        break
-        writer.join()
+        messages = live_messages(c, length, grow)
     assert messages[0][0] == "state" and messages[0][1]["open"] is False
     assert messages[0][1]["last"]["reason"] == "completed"
     grown = messages[-1]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +20,7 @@ from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
 from harness.viewer import create_app
 from tests.stores.pg import PgSchema, fresh_schema
+from tests.viewer.helpers import live_messages
 from tests.viewer.test_app import nodes_of, rows_of
 
 
@@ -70,23 +69,6 @@ def test_the_viewer_over_an_sqlite_file_writes_nothing_to_it(tmp_path: Path) -> 
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
 
 
-def _live(c: TestClient, since: int, grow: Any) -> list[tuple[str, Any]]:
-    writer = threading.Thread(target=grow)
-    writer.start()
-    messages: list[tuple[str, Any]] = []
-    with c.stream("GET", f"/session/live?id=demo-session&from={since}") as stream:
-        kind = ""
-        for line in stream.iter_lines():
-            if line.startswith("event: "):
-                kind = line[7:]
-            elif line.startswith("data: "):
-                messages.append((kind, json.loads(line[6:])))
-                if kind == "grown":
-                    break
-    writer.join()
-    return messages
-
-
 @pytest.fixture
 def pg() -> Iterator[PgSchema]:
     yield from fresh_schema()
@@ -116,6 +98,6 @@ def test_the_viewer_over_postgresql_follows_its_tail(pg: PgSchema) -> None:
         state = c.get("/api/summary?id=demo-session").json()
         assert state["openTurn"] is False
         length = len(demo) + 1  # the stored log plus the end-seed a load adds
-        messages = _live(c, length, grow)
+        messages = live_messages(c, length, grow)
     assert messages[0][0] == "state" and messages[0][1]["open"] is False
     assert messages[-1][0] == "grown" and messages[-1][1]["open"] is True
