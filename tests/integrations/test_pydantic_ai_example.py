@@ -5,8 +5,6 @@ is in the conversation exactly once."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 from pydantic_ai.conversation import Conversation
@@ -14,20 +12,11 @@ from pydantic_ai.messages import ToolReturnPart
 
 from harness.integrations.pydantic_ai import HarnessConversationStore
 from harness.stores import JsonlBackend, SessionStore
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_resume.py"
+from tests.integrations.examples_support import run_example
 
 
 def test_the_example_is_killed_resumed_and_logged(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_example("pydantic_ai_resume.py", tmp_path, timeout=300)
     assert "worker killed (exit -9)" in out
     assert "the last one calls step({'n': 3})" in out
     assert "agent: done after 5 steps" in out

@@ -3,25 +3,13 @@ killed with SIGKILL mid-run, resumed, then shown by ``harness log``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "openai_agents_resume.py"
+from tests.integrations.examples_support import run_example
 
 
 def test_the_killed_run_resumes_and_harness_log_shows_it(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, "COLUMNS": "80"},
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_example("openai_agents_resume.py", tmp_path, timeout=600, columns=80)
     assert "SIGKILL" in out
     # the question, the call and its output were durable before the kill
     assert "survived the kill: 3 items: message, function_call, function_call_output" in out
