@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict src tests
+	$(BIN)/mypy --strict src tests examples
 
 test: lint typecheck
 	$(BIN)/pytest -q

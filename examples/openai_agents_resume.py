@@ -82,7 +82,8 @@ class ScriptedModel(Model):
         if self.block is not None:
             self.block.write_text("the tool output is in the session\n", encoding="utf-8")
             await asyncio.Event().wait()  # "thinking" until SIGKILL
-        text = f"Done: {outputs[-1]['output']}."
+        last: dict[str, Any] = dict(outputs[-1])  # a function_call_output item
+        text = f"Done: {last['output']}."
         message = ResponseOutputMessage(
             type="message", id="msg_1", role="assistant", status="completed",
             content=[ResponseOutputText(type="output_text", text=text, annotations=[])],

@@ -8,6 +8,7 @@ import json
 import pytest
 from rich.console import Console
 
+from harness.cli.retention_tables import retention_tables
 from harness.compaction import (
     ExtractiveSummarizer,
     Probe,
@@ -80,11 +81,11 @@ def test_eval_compaction_report_gives_a_table_and_json() -> None:
     assert set(summary["byKind"]) == {"constraint", "task", "path", "tool-result"}
     json.dumps(data)
     console = Console(file=io.StringIO(), width=120)
-    console.print(report.table)
+    console.print(retention_tables(data))
     rendered = console.file.getvalue()  # type: ignore[attr-defined]
     assert "all probes kept" in rendered and "token reduction" in rendered and "extractive" in rendered
-    table, same = report  # a NamedTuple: (table, data)
-    assert same is data and table is report.table
+    (same,) = report  # a NamedTuple: (data,)
+    assert same is data
 
 
 # ---- statuses: kept, recoverable through the tool, lost, invalid ----------------------------
@@ -161,7 +162,7 @@ def test_the_report_scores_each_probe_set_apart() -> None:
         s["summary"]["extractive"]["statuses"]["kept"] for s in data["probeSets"]
     )
     console = Console(file=io.StringIO(), width=80)
-    console.print(report.table)
+    console.print(retention_tables(report.data))
     rendered = console.file.getvalue()  # type: ignore[attr-defined]
     assert max(len(line) for line in rendered.splitlines()) <= 80
     for label in ("recoverable via the tool", "lost (must be 0)", "holdout probe set, extractive digest"):

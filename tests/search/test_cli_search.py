@@ -155,7 +155,9 @@ def test_a_missing_root_is_searched_without_creating_anything(tmp_path: Path) ->
     missing = tmp_path / "nowhere"
     code, out, err = invoke(missing, "search", "launch")
     assert code == 0, err
-    assert "no event holds 'launch'" in out
+    assert " ".join(out.split()) == f"no stored sessions under {missing}"  # not "no event holds"
+    code, out, _ = invoke(missing, "index")
+    assert code == 0 and " ".join(out.split()) == f"no stored sessions under {missing}: nothing to index"
     code, out, _ = invoke(missing, "index", "--json")
     assert code == 0 and json.loads(out)["sessions"] == 0
     assert not missing.exists()

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from harness.cli.agent_commands import DEFAULT_MODEL
 from harness.cli.app import _errors, _fail, _options, app
+from harness.cli.retention_tables import retention_tables
 from harness.cli.summary import plural
 from harness.compaction import (
     CompactionResult,
@@ -196,7 +197,7 @@ def eval_compaction(
     if as_json:
         sys.stdout.write(json.dumps(report.data, ensure_ascii=False, indent=2) + "\n")
     else:
-        Console().print(report.table)
+        Console().print(retention_tables(report.data))
 
 
 def _probe_sets(choice: str, *, generated: int, seed: int) -> list[ProbeSet]:

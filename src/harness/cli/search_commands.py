@@ -49,6 +49,14 @@ def _choose_store(ctx: typer.Context, spec: str | None) -> None:
     )
 
 
+def _missing_root(ctx: typer.Context) -> str | None:
+    """The JSONL root the options chose when it does not exist (a read command creates none)."""
+    options = _options(ctx)
+    if options.sqlite or options.db or os.path.isdir(options.root):
+        return None
+    return options.root
+
+
 def _index_of(store: SessionStore) -> SearchIndex:
     """The store's index; for a JSONL root that does not exist, an empty one in memory (a read
     command creates no directory and no file: it finds nothing, as ``sessions`` does)."""
@@ -149,6 +157,10 @@ def search(
     if as_json:
         _print_json({"query": text, **page.to_json()})
         return
+    missing = _missing_root(ctx)
+    if missing is not None:  # say so, rather than that no event holds the text
+        _console().print(Text(f"no stored sessions under {missing}", style="dim"), soft_wrap=True)
+        return
     _print_page(_console(), text, page)
 
 
@@ -196,5 +208,11 @@ def index_command(
     report: IndexReport = _with_store(ctx, work)
     if as_json:
         _print_json({"rebuilt": rebuild, **report.to_json()})
+        return
+    missing = _missing_root(ctx)
+    if missing is not None:  # nothing was indexed, and no index file was made
+        _console().print(
+            Text(f"no stored sessions under {missing}: nothing to index", style="dim"), soft_wrap=True
+        )
         return
     _print_report(_console(), report, rebuild)

@@ -18,7 +18,7 @@ It also keeps the older measure: whether the Surface carried the probe before an
 
 ``eval_compaction_report(...)`` is the one entry point for a command line: it runs the
 evaluation over probe sets (``harness.compaction.probesets``: ``tuned``, ``independent``, or
-your own) and returns the ``rich`` tables and a JSON-ready dict, one section per probe set.
+your own) and returns a JSON-ready dict, one section per probe set.
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
-from rich import box
-from rich.console import Group, RenderableType
-from rich.table import Table
 
 from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.meter import TokenMeter
@@ -212,15 +209,10 @@ async def evaluate_retention(
 
 
 class EvalReport(NamedTuple):
-    """``eval_compaction_report``'s result: what to print (the tables, one group) and the same
-    figures as JSON."""
+    """``eval_compaction_report``'s result: the figures as JSON-ready data (``harness
+    eval-compaction`` prints them as tables, ``--json`` as they are)."""
 
-    table: RenderableType
     data: dict[str, Any]
-
-
-def _percent(kept: int, total: int) -> str:
-    return f"{kept}/{total} ({100 * kept / total:.0f}%)" if total else "–"
 
 
 def _summary(reports: Sequence[RetentionReport], name: str) -> dict[str, Any]:
@@ -253,80 +245,6 @@ def _summary(reports: Sequence[RetentionReport], name: str) -> dict[str, Any]:
     }
 
 
-def _table(title: str) -> Table:
-    return Table(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-        header_style="bold",
-        title=title,
-        title_justify="left",
-        title_style="bold",
-    )
-
-
-def _kind_table(set_name: str, name: str, summary: Mapping[str, Any]) -> Table:
-    """Per probe kind: how many probes are kept, recoverable through the tool, lost, invalid."""
-    table = _table(f"{set_name} probe set, {name} digest")
-    table.add_column("kind")
-    for header in ("probes", "kept", "via tool", "lost", "invalid"):
-        table.add_column(header, justify="right")
-    for kind, cell in summary["byKind"].items():
-        kept = cell["probes"] - cell["recoverable"] - cell["lost"] - cell["invalid"]
-        table.add_row(
-            kind,
-            str(cell["probes"]),
-            str(kept),
-            str(cell["recoverable"]),
-            str(cell["lost"]),
-            str(cell["invalid"]),
-        )
-    statuses = summary["statuses"]
-    table.add_section()
-    table.add_row(
-        "all",
-        str(sum(statuses.values())),
-        *(str(statuses[key]) for key in PROBE_STATUSES),
-        style="bold",
-    )
-    return table
-
-
-def _measures_table(set_name: str, sessions: int, probes: int, summary: Mapping[str, Any]) -> Table:
-    """The figures per summarizer (the measures the report always had, and the new statuses)."""
-    names = list(summary)
-    title = (
-        f"{set_name} probe set: {sessions} {'session' if sessions == 1 else 'sessions'}, "
-        f"{probes} {'probe' if probes == 1 else 'probes'}"
-    )
-    table = _table(title)
-    table.min_width = min(len(title), 80)  # the title on one line, not wrapped to the columns
-    table.add_column("measure")
-    for name in names:
-        table.add_column(name, justify="right")
-
-    def status(key: str) -> list[str]:
-        out = []
-        for name in names:
-            counts = summary[name]["statuses"]
-            out.append(_percent(counts[key], sum(counts.values())))
-        return out
-
-    table.add_row("all probes kept", *(_percent(summary[n]["kept"], summary[n]["total"]) for n in names))
-    table.add_row("recoverable via the tool", *status("recoverable"))
-    table.add_row("lost (must be 0)", *status("lost"))
-    table.add_row("invalid probes", *(str(summary[n]["statuses"]["invalid"]) for n in names))
-    table.add_row(
-        "surface tokens",
-        *(f"{summary[n]['surfaceTokensBefore']:,} → {summary[n]['surfaceTokensAfter']:,}" for n in names),
-    )
-    table.add_row("token reduction", *(f"{100 * summary[n]['reduction']:.1f}%" for n in names))
-    table.add_row("compactions failed", *(str(len(summary[n]["failures"])) for n in names))
-    return table
-
-
 async def eval_compaction_report(
     cases: Sequence[tuple[Session, Sequence[Probe]]] | None = None,
     *,
@@ -356,7 +274,6 @@ async def eval_compaction_report(
             probesets = [builtin_probeset("tuned", generated=generated, seed=seed)]
     chosen: Mapping[str, Summarizer] = summarizers or {"extractive": ExtractiveSummarizer()}
     sections: list[dict[str, Any]] = []
-    tables: list[RenderableType] = []
     every: list[RetentionReport] = []
     for probeset in probesets:
         reports = [
@@ -376,8 +293,6 @@ async def eval_compaction_report(
                 "reports": [report.to_json() for report in reports],
             }
         )
-        tables.append(_measures_table(probeset.name, len(probeset.cases), probeset.probe_count, summary))
-        tables += [_kind_table(probeset.name, name, summary[name]) for name in chosen]
     data = {
         "sessions": sum(section["sessions"] for section in sections),
         "probes": sum(section["probes"] for section in sections),
@@ -386,7 +301,4 @@ async def eval_compaction_report(
         "reports": [report.to_json() for report in every],
         "probeSets": sections,
     }
-    spaced: list[RenderableType] = []
-    for table in tables:
-        spaced += [table, ""]
-    return EvalReport(Group(*spaced[:-1]), data)
+    return EvalReport(data)
