@@ -37,6 +37,7 @@ Every error the public API raises on bad input or a refused operation is a
         ├── CorruptSession        stored bytes break the format (``.offset``, ``.path``)
         ├── UnsupportedFormat     a foreign format version or an unknown event type
         ├── PersistenceFailed     a write or fsync failed; the batch stays queued
+        │   └── OutcomeUnknown    a failed fsync or rollback: the batch may or may not be stored
         ├── LeaseHeld             another owner holds an unexpired lease on the session
         ├── LeaseLost             this writer's lease expired or was taken over; nothing written
         └── SearchIndexError      a store's full-text index cannot be read or written
@@ -72,6 +73,7 @@ __all__ = [
     "LeaseHeld",
     "LeaseLost",
     "NoRequestHeader",
+    "OutcomeUnknown",
     "PersistenceFailed",
     "ProviderConfigError",
     "QueryError",
@@ -245,6 +247,18 @@ class UnsupportedFormat(StorageError):
 
 class PersistenceFailed(StorageError):
     """A write or fsync failed. The events stay queued; the next flush retries them."""
+
+
+class OutcomeUnknown(PersistenceFailed):
+    """A write failed where its outcome cannot be known: an fsync (or the rollback after
+    one) failed, so the batch may be stored, partly written or absent, now or after a crash.
+
+    The events stay queued. The next attempt first learns what storage really holds
+    (``stored_length``, then the stored events compared with the queued ones) and either
+    adopts the batch, made durable again, or cuts it back and writes it anew. If the
+    process dies first, a fresh one sees this batch whole or none of it (after a power
+    loss, a plain JSONL log may keep a prefix of its lines, as of any unsynced write).
+    """
 
 
 class LeaseHeld(WriteRefused):

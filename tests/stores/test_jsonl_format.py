@@ -26,6 +26,7 @@ import harness
 from harness.errors import (
     CorruptSession,
     InvalidSessionId,
+    OutcomeUnknown,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -541,13 +542,16 @@ def test_f58_fsync_failure_rolls_back_and_a_retry_is_contiguous(
 
         store._os = FailingOps(truncate=True)
         third = [ev("session/end-seed", 12, {})]
-        with pytest.raises(PersistenceFailed, match="failed to roll back append to") as failed:
+        with pytest.raises(OutcomeUnknown, match="failed to roll back append to") as failed:
             await store.append(SID, third)
         message = str(failed.value)
         assert str(path) in message and "injected fsync" in message and "injected ftruncate" in message
+        assert "outcome unknown" in message
         group = failed.value.__cause__
         assert isinstance(group, ExceptionGroup) and len(group.exceptions) == 2
-        assert await store.stored_length(SID) == 12
+        # The file holds the whole batch: the next call adopts it (written again and fsync'd).
+        assert await store.stored_length(SID) == 13
+        assert (await backend(root, compression).read_exact(SID)).events == wire([*first, *second, *third])
 
     run(scenario())
 
@@ -575,17 +579,23 @@ def test_f58_fsync_failure_while_publishing_leaves_nothing(tmp_path: Path, compr
         store = backend(root, compression)
         await store.create(HEADER)
         path = Path(store.locate(HEADER))
-        # root's parent, root, project, the temp file, the session directory
-        for failing in range(1, 6):
+        # root's parent, root, project, the temp file (before the link: nothing published)
+        for failing in range(1, 5):
             store._os = NthFsyncFails(failing)
-            with pytest.raises(PersistenceFailed, match="injected fsync"):
+            with pytest.raises(PersistenceFailed, match="injected fsync") as failed:
                 await store.append(SID, turn)
+            assert not isinstance(failed.value, OutcomeUnknown)
             assert not path.exists()
             assert not list(path.parent.glob("*.tmp"))
             assert await store.stored_length(SID) == 0
-        store._os = counting = NthFsyncFails(0)
-        await store.append(SID, turn)
+        # The session directory's fsync, after the link: the name may or may not survive a crash.
+        store._os = counting = NthFsyncFails(5)
+        with pytest.raises(OutcomeUnknown, match="outcome unknown"):
+            await store.append(SID, turn)
+        assert path.exists() and not list(path.parent.glob("*.tmp"))
         assert counting.calls == 5
+        assert await store.stored_length(SID) == len(turn)  # adopted: the directory synced again
+        assert counting.calls == 6
         assert (await backend(root, compression).read_exact(SID)).events == wire(turn)
 
     run(scenario())
@@ -1255,7 +1265,7 @@ def test_list_reads_headers_and_summarises_tails(tmp_path: Path, compression: Co
         "s-junk": (
             "corrupt session log: empty or header-less session log"
             if compression == "zstd"
-            else "corrupt session log: first line is not a session header: type is not \"session\""
+            else 'corrupt session log: first line is not a session header: type is not "session"'
         ),
     }
     assert info.problem is None

@@ -45,9 +45,19 @@ Decisions:
   of the batch (``SessionConflict``, nothing written), insert all rows, advance
   ``length``, commit (durable: ``synchronous=FULL``). Two backends (threads or
   processes) on one file are serialized by the write lock, so each seq is won by
-  exactly one writer. Any SQLite failure rolls back and raises ``PersistenceFailed``
-  (chained). An append whose awaiting task is cancelled may still commit: the
-  store learns the truth from ``stored_length`` / a ``SessionConflict``.
+  exactly one writer. A SQLite failure before the ``COMMIT`` rolls back and raises
+  ``PersistenceFailed`` (chained): nothing written. A failure of the ``COMMIT``
+  itself (the WAL's fdatasync failing with EIO, a full disk, an autocheckpoint
+  error after the commit) is looked at again: when this connection then sees the
+  new length, the commit was made durable (the WAL index only moves after the sync)
+  and the append returns; otherwise the outcome is unknown (``OutcomeUnknown``): the
+  WAL may hold the batch's frames, which a crash recovery by a fresh process adopts
+  as committed, while this process does not see them. The store's next attempt asks
+  ``stored_length`` (this process's view: without the batch), then writes it again;
+  that commit overwrites the stray frames (a WAL frame is only valid after a valid
+  chain of frames before it), so a fresh process sees the batch once or not at all.
+  An append whose awaiting task is cancelled may still commit: the store learns the
+  truth from ``stored_length`` / a ``SessionConflict``.
 * **Read.** One read transaction (a consistent WAL snapshot). Rows must run
   contiguously from seq 0, each line must parse to an object carrying its row's
   seq, and the row count must equal ``length``; otherwise ``CorruptSession`` naming
@@ -86,6 +96,7 @@ from typing import Any, Final, TypeVar
 
 from harness.errors import (
     CorruptSession,
+    OutcomeUnknown,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -441,7 +452,6 @@ class SqliteBackend:
                     "WHERE id = ?",
                     (expected + len(batch), batch[-1].time, title, key),
                 )
-                conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -450,8 +460,36 @@ class SqliteBackend:
             raise PersistenceFailed(
                 f"append to session {session_id!r} in {self._path} failed, nothing written: {error}"
             ) from error
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._commit_failed(session_id, expected + len(batch), rows, error)
         if pending is not None:
             del self._pending[session_id]
+
+    def _commit_failed(self, session_id: str, length: int, rows: list[_Row], error: sqlite3.Error) -> None:
+        """A failed ``COMMIT``: return if this connection sees the batch committed, else raise
+        ``OutcomeUnknown`` (see the module notes)."""
+        conn = self._db
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            seen = self._length(session_id) == length and conn.execute(
+                "SELECT line FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                (rows[0][0], rows[0][1]),
+            ).fetchall() == [(row[4],) for row in rows]
+        except (sqlite3.Error, StorageError) as again:
+            raise OutcomeUnknown(
+                f"append to session {session_id!r} in {self._path}: the commit failed ({error}) "
+                f"and reading the session back failed ({again}); outcome unknown"
+            ) from error
+        if seen:
+            return  # committed and synced; only a step after the commit failed
+        raise OutcomeUnknown(
+            f"append to session {session_id!r} in {self._path}: the commit failed ({error}); "
+            "outcome unknown: the write-ahead log may hold the batch, which a crash recovery "
+            "would adopt; the next attempt writes it again"
+        ) from error
 
     @staticmethod
     def _insert_session(conn: sqlite3.Connection, key: _Key, header: SessionHeader) -> None:

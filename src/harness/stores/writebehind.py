@@ -15,10 +15,12 @@ events queued) otherwise. Writes and the drain run as tasks of their own that
 callers only wait for: cancelling a flush (a timeout, a cancelled task) stops the
 wait, never a write halfway, so no batch is dropped and no backend call is cut
 short while its thread or server goes on. After a failure whose outcome is
-unknown, the next attempt first asks the backend how much it holds and drops the
-events it already committed (after checking they are the same), so a retry never
-duplicates or loses. A ``WriteRefused`` (a conflict, a lost or held lease: nothing
-was written) needs no such check.
+unknown (``OutcomeUnknown``: a failed fsync or rollback; a cancelled write; any error
+that is not a ``PersistenceFailed``), the next attempt first asks the backend how much
+it holds and drops the events it already committed (after checking they are the same
+by ``stored_equals``), so a retry never duplicates or loses. A ``WriteRefused`` (a
+conflict, a lost or held lease) and a plain ``PersistenceFailed`` (the backend knows
+nothing was written) need no such check.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from harness.errors import PersistenceFailed, SessionConflict, StorageError, WriteRefused
+from harness.errors import OutcomeUnknown, PersistenceFailed, SessionConflict, StorageError, WriteRefused
 from harness.events.event import Event
 from harness.stores.backend import Backend, read_whole, stored_equals
 
@@ -157,7 +159,7 @@ class WriteBehind:
             raise
         except Exception as error:
             self._queue = batch + self._queue
-            self._uncertain = not isinstance(error, PersistenceFailed)
+            self._uncertain = isinstance(error, OutcomeUnknown) or not isinstance(error, PersistenceFailed)
             self.last_error = error
             if isinstance(error, StorageError):
                 raise

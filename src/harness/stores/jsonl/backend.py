@@ -13,8 +13,15 @@ write protocol:
   file); fsync the session directory; remove the temp name.
 * Later appends (§9.5) open the log for append, check its size is the committed
   size this backend knows, write the lines (or one frame), fsync. On failure the
-  file is truncated back and fsync'd, and ``PersistenceFailed`` raised; when the
-  rollback fails too, the error names both.
+  file is truncated back and fsync'd, and ``PersistenceFailed`` raised (nothing
+  written). When the rollback fails too, or the directory fsync of a publish, the
+  outcome is unknown: ``OutcomeUnknown`` names both errors and the cursor remembers
+  the bytes it meant to write. The next call on the session (append, stored_length,
+  read, repair) first resyncs from the file: bytes equal to that batch are adopted,
+  written again at their offset and fsync'd (a failed fsync may leave pages clean in
+  the cache yet never written, so a second bare fsync would prove nothing); a prefix
+  of it is cut back; anything else is a ``SessionConflict``. A session is never left
+  stuck by our own failed write.
 * ``repair`` truncates a torn tail to the committed offset, fsyncs, then appends in
   one batch (zstd: one frame) the events recovered from a torn frame and the closers.
 
@@ -31,7 +38,6 @@ executor would use) by default so an fsync does not stall the event loop;
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import secrets
@@ -44,7 +50,7 @@ from harness.errors import (
     CorruptSession,
     HarnessError,
     InvalidSessionId,
-    PersistenceFailed,
+    OutcomeUnknown,
     SessionConflict,
     SessionExists,
     SessionNotFound,
@@ -56,6 +62,7 @@ from harness.events.packed import pack_rows
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, SessionInfo, StoredLog, TornTail, WireStream, check_batch
 from harness.stores.ids import check_session_id
+from harness.stores.jsonl.cursor import Cursor, Unknown, io_error, linked, resync, unknown_error
 from harness.stores.jsonl.fileio import FileOps, read_stable, write_all
 from harness.stores.jsonl.frames import encode_frame, header_line_of, scan_frames
 from harness.stores.jsonl.headerline import parse_header_line
@@ -82,41 +89,8 @@ _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
 _HEADER_LIMIT: Final = 1 << 20  # a longer first line is left to the exact reader
 
 
-class _Cursor:
-    """What the backend knows of one session's log."""
-
-    __slots__ = ("committed", "header", "length", "lock", "path", "published", "scan")
-
-    def __init__(self, header: SessionHeader, path: str) -> None:
-        self.header = header
-        self.path = path
-        self.published = False
-        self.length = 0  # committed events
-        self.committed = 0  # byte size of the committed log; appends start here
-        self.scan: LogScan | None = None  # the last read, while it found a torn tail
-        self.lock = asyncio.Lock()
-
-    def adopt(self, scan: LogScan) -> None:
-        """Take the state of a fresh read of the log."""
-        assert scan.path is not None
-        self.header = scan.header
-        self.path = scan.path
-        self.published = True
-        self.length = len(scan.events)
-        # With a torn tail the file is longer than the committed region: appends are
-        # refused (size check) until ``repair`` cuts it.
-        self.committed = scan.size if scan.torn is None else scan.committed
-        self.scan = scan if scan.torn is not None else None
-
-
 class _PublishedElsewhere(Exception):
     """Publishing found a log already at the path: another writer created the id first."""
-
-
-def _io_error(action: str, path: str, error: OSError) -> PersistenceFailed:
-    failed = PersistenceFailed(f"{action} {path} failed: {error}")
-    failed.__cause__ = error
-    return failed
 
 
 def _plain_event(obj: dict[str, Any]) -> Event | None:
@@ -149,7 +123,7 @@ class JsonlBackend:
         self._compression: Compression = compression
         self._pack = pack_chunks
         self._threaded = threaded
-        self._cursors: dict[str, _Cursor] = {}
+        self._cursors: dict[str, Cursor] = {}
         self._root_checked = False
         self._os = FileOps()
         self._worker = BlockingWorkers("harness-jsonl", threads=_THREADS)
@@ -217,7 +191,7 @@ class JsonlBackend:
                 offset=0,
             )
 
-    async def _cursor(self, session_id: str) -> _Cursor:
+    async def _cursor(self, session_id: str) -> Cursor:
         """The cursor of a known session, learning a stored one from disk."""
         cursor = self._cursors.get(session_id)
         if cursor is not None:
@@ -227,7 +201,7 @@ class JsonlBackend:
         cursor = self._cursors.get(session_id)  # another task may have got there first
         if cursor is None:
             assert scan.path is not None
-            cursor = _Cursor(scan.header, scan.path)
+            cursor = Cursor(scan.header, scan.path)
             cursor.adopt(scan)
             self._cursors[session_id] = cursor
         return cursor
@@ -253,7 +227,7 @@ class JsonlBackend:
         await self._run(self._check_new_sync, header)
         if header.id in self._cursors:
             raise SessionExists(f"session {header.id!r} already exists")
-        self._cursors[header.id] = _Cursor(header, self.locate(header))
+        self._cursors[header.id] = Cursor(header, self.locate(header))
 
     # ---- append -----------------------------------------------------------------------
 
@@ -262,6 +236,7 @@ class JsonlBackend:
         if not batch:
             return
         async with cursor.lock:
+            await self._settle(cursor)
             check_batch(session_id, cursor.length, batch)
             # Encoding is CPU work under the GIL: done here it runs warm on the loop's
             # thread instead of costing a second thread the same time (measured ~20% less).
@@ -296,7 +271,7 @@ class JsonlBackend:
                 self._os.mkdir(path, DIR_MODE)
         self._os.fsync_dir(parent)
 
-    def _publish_sync(self, cursor: _Cursor, lines: list[bytes], length: int) -> None:
+    def _publish_sync(self, cursor: Cursor, lines: list[bytes], length: int) -> None:
         layout = self._layout
         header = cursor.header
         path = cursor.path
@@ -307,7 +282,7 @@ class JsonlBackend:
             self._make_dir(os.path.dirname(session_dir))
             self._make_dir(session_dir)
         except OSError as error:
-            raise _io_error("creating the directories of", path, error) from error
+            raise io_error("creating the directories of", path, error) from error
         if os.path.lexists(path):
             raise _PublishedElsewhere(path)
         opposite = layout.opposite_log_path(header.cwd, header.id)
@@ -318,60 +293,75 @@ class JsonlBackend:
         try:
             fd = ops.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         except OSError as error:
-            raise _io_error("creating", temp, error) from error
+            raise io_error("creating", temp, error) from error
         try:
             try:
                 write_all(ops, fd, data)
                 ops.fsync(fd)
             finally:
                 ops.close(fd)
+        except OSError as error:
+            self._discard(temp)
+            raise io_error("publishing", path, error) from error
+        try:
             ops.link(temp, path)
         except FileExistsError:
             self._discard(temp)
             raise _PublishedElsewhere(path) from None
         except OSError as error:
-            self._discard(temp)
-            raise _io_error("publishing", path, error) from error
+            if not linked(temp, path):  # else the link was made and only its report failed
+                self._discard(temp)
+                raise io_error("publishing", path, error) from error
+        self._discard(temp)
         try:
             ops.fsync_dir(session_dir)
         except OSError as error:
-            # The name is there but not durable: withdraw it so a retry publishes again.
-            try:
-                ops.unlink(path)
-            except OSError as undo:
-                raise PersistenceFailed(
-                    f"failed to withdraw {path} after its directory fsync failed: {error}; {undo}"
-                ) from ExceptionGroup(f"publishing {path}", [error, undo])
-            finally:
-                self._discard(temp)
-            raise _io_error("syncing the directory of", path, error) from error
-        self._discard(temp)
+            # The name is there but may not survive a crash: the next attempt syncs it again
+            # (or publishes anew if it is gone), never reports it absent.
+            cursor.unknown = Unknown(0, data, length)
+            raise unknown_error("syncing the directory of", path, error) from error
         cursor.published = True
         cursor.committed = len(data)
         cursor.length = length
+
+    # ---- resync after a write of unknown outcome ----------------------------------------
+
+    async def _settle(self, cursor: Cursor) -> None:
+        """Resolve a write of unknown outcome from the file (call it holding ``cursor.lock``)."""
+        if cursor.unknown is not None:
+            await self._run(resync, self._os, cursor)
+
+    async def _settled(self, session_id: str) -> Cursor:
+        """The cursor of a known session, with any unknown outcome resolved first."""
+        cursor = await self._cursor(session_id)
+        if cursor.unknown is not None:
+            async with cursor.lock:
+                await self._settle(cursor)
+        return cursor
 
     def _discard(self, temp: str) -> None:
         with contextlib.suppress(OSError):
             self._os.unlink(temp)
 
-    def _append_sync(self, cursor: _Cursor, lines: list[bytes], length: int) -> None:
-        self._write_sync(cursor, self._body(lines))
-        cursor.length = length
+    def _append_sync(self, cursor: Cursor, lines: list[bytes], length: int) -> None:
+        self._write_sync(cursor, self._body(lines), length)
 
-    def _write_sync(self, cursor: _Cursor, data: bytes) -> None:
-        """Append ``data`` durably at the committed end of the log, or leave the log as it was."""
+    def _write_sync(self, cursor: Cursor, data: bytes, length: int) -> None:
+        """Append ``data`` durably at the committed end of the log (the session then holds
+        ``length`` events), or leave the log as it was, or, when even the rollback fails,
+        record the write as unknown (``OutcomeUnknown``)."""
         ops = self._os
         path = cursor.path
         try:
             fd = ops.open(path, os.O_WRONLY | os.O_APPEND)
         except OSError as error:
-            raise _io_error("opening", path, error) from error
+            raise io_error("opening", path, error) from error
         try:
             try:
                 ops.lock(fd)
                 size = ops.size(fd)
             except OSError as error:
-                raise _io_error("reading the size of", path, error) from error
+                raise io_error("reading the size of", path, error) from error
             if size != cursor.committed:
                 raise SessionConflict(
                     f"session log {path} has {size} bytes where {cursor.committed} are committed: it changed "
@@ -385,12 +375,15 @@ class JsonlBackend:
                     ops.ftruncate(fd, size)
                     ops.fsync(fd)
                 except OSError as rollback:
-                    raise PersistenceFailed(
+                    cursor.unknown = Unknown(size, data, length)
+                    raise OutcomeUnknown(
                         f"failed to roll back append to {path}: the append failed ({error}) and "
-                        f"truncating back to {size} bytes failed ({rollback})"
+                        f"truncating back to {size} bytes failed ({rollback}); outcome unknown: "
+                        "the next attempt reads the log back and adopts or cuts the batch"
                     ) from ExceptionGroup(f"failed to roll back append to {path}", [error, rollback])
-                raise _io_error("appending to", path, error) from error
+                raise io_error("appending to", path, error) from error
             cursor.committed = size + len(data)
+            cursor.length = length
         finally:
             with contextlib.suppress(OSError):
                 ops.close(fd)
@@ -401,6 +394,8 @@ class JsonlBackend:
         """The log as a ``WireStream`` when it opens cleanly (events decoded as the
         store validates them), else the exact read (see ``read_exact``)."""
         cursor = self._cursors.get(session_id)
+        if cursor is not None and cursor.unknown is not None:
+            cursor = await self._settled(session_id)
         if cursor is not None and not cursor.published:
             raise SessionNotFound(f"session {session_id!r} was created but never appended to")
         check_session_id(session_id)
@@ -450,9 +445,9 @@ class JsonlBackend:
         def finished(length: int) -> None:
             cursor = self._cursors.get(header.id)
             if cursor is None:
-                cursor = self._cursors[header.id] = _Cursor(header, path)
-            elif cursor.lock.locked() or cursor.scan is not None:
-                return  # a write or a repair is under way: keep what it knows
+                cursor = self._cursors[header.id] = Cursor(header, path)
+            elif cursor.lock.locked() or cursor.scan is not None or cursor.unknown is not None:
+                return  # a write, a repair or a resync is under way: keep what it knows
             cursor.header = header
             cursor.path = path
             cursor.published = True
@@ -464,6 +459,8 @@ class JsonlBackend:
     async def read_exact(self, session_id: str) -> StoredLog:
         """The whole committed log decoded, with a torn tail found and reported."""
         cursor = self._cursors.get(session_id)
+        if cursor is not None and cursor.unknown is not None:
+            cursor = await self._settled(session_id)
         if cursor is not None and not cursor.published:
             raise SessionNotFound(f"session {session_id!r} was created but never appended to")
         check_session_id(session_id)
@@ -472,7 +469,7 @@ class JsonlBackend:
             cursor = self._cursors.get(session_id)
             if cursor is None:
                 assert scan.path is not None
-                cursor = self._cursors[session_id] = _Cursor(scan.header, scan.path)
+                cursor = self._cursors[session_id] = Cursor(scan.header, scan.path)
             async with cursor.lock:
                 cursor.adopt(scan)
         else:
@@ -484,6 +481,7 @@ class JsonlBackend:
     async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
         cursor = await self._cursor(session_id)
         async with cursor.lock:
+            await self._settle(cursor)
             if log.torn is None:
                 if closers:
                     check_batch(session_id, cursor.length, closers)
@@ -492,7 +490,7 @@ class JsonlBackend:
             check_batch(session_id, len(log.events), closers)
             await self._run(self._repair_sync, cursor, log, log.torn, closers)
 
-    def _repair_sync(self, cursor: _Cursor, log: StoredLog, torn: TornTail, closers: Sequence[Event]) -> None:
+    def _repair_sync(self, cursor: Cursor, log: StoredLog, torn: TornTail, closers: Sequence[Event]) -> None:
         scan = cursor.scan
         if scan is None or scan.torn != torn:
             # Not the tail this backend last read: look at the file again.
@@ -509,7 +507,7 @@ class JsonlBackend:
         try:
             fd = ops.open(path, os.O_WRONLY)
         except OSError as error:
-            raise _io_error("opening", path, error) from error
+            raise io_error("opening", path, error) from error
         try:
             ops.lock(fd)
             size = ops.size(fd)
@@ -519,7 +517,7 @@ class JsonlBackend:
                 ops.ftruncate(fd, torn.committed_offset)
                 ops.fsync(fd)
         except OSError as error:
-            raise _io_error("truncating the torn tail of", path, error) from error
+            raise io_error("truncating the torn tail of", path, error) from error
         finally:
             ops.close(fd)
         # Cut. Until the batch below is durable the cursor keeps this scan, so a retry
@@ -538,15 +536,17 @@ class JsonlBackend:
             lines.append(dumps(obj))
         plain.extend(closers)
         lines.extend(self._lines(plain))
+        length = len(log.events) + len(closers)
         if lines:
-            self._write_sync(cursor, self._body(lines))
-        cursor.length = len(log.events) + len(closers)
+            self._write_sync(cursor, self._body(lines), length)
+        cursor.length = length
         cursor.scan = None
 
     # ---- the rest ---------------------------------------------------------------------
 
     async def stored_length(self, session_id: str) -> int:
-        return (await self._cursor(session_id)).length
+        """The committed event count; after a write of unknown outcome, learned from the file."""
+        return (await self._settled(session_id)).length
 
     def _list_sync(self) -> list[SessionInfo]:
         self._check_root()
@@ -628,6 +628,7 @@ class JsonlBackend:
         return await self._run(self._list_sync)
 
     async def close(self) -> None:
-        self._cursors.clear()
+        # A write of unknown outcome is remembered: a later use resyncs before trusting the file.
+        self._cursors = {key: cursor for key, cursor in self._cursors.items() if cursor.unknown is not None}
         self._worker.close()
         self._worker = BlockingWorkers("harness-jsonl", threads=_THREADS)  # the backend stays usable

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-__all__ = ["FileOps", "read_stable", "revision", "write_all"]
+__all__ = ["FileOps", "read_at", "read_stable", "revision", "write_all"]
 
 try:
     import fcntl
@@ -35,6 +35,9 @@ class FileOps:
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
         return os.write(fd, data)
+
+    def pwrite(self, fd: int, data: bytes | memoryview, offset: int) -> int:
+        return os.pwrite(fd, data, offset)
 
     def fsync(self, fd: int, *, directory: bool = False) -> None:
         """Make a file's data and the metadata needed to read it (its size) durable, or
@@ -80,14 +83,30 @@ class FileOps:
             os.close(fd)
 
 
-def write_all(ops: FileOps, fd: int, data: bytes) -> None:
-    """Write every byte of ``data`` (``os.write`` may write less than asked)."""
+def write_all(ops: FileOps, fd: int, data: bytes, offset: int | None = None) -> None:
+    """Write every byte of ``data`` (``os.write`` may write less than asked), at the file
+    position or, with ``offset``, from there on (``pwrite``)."""
     view = memoryview(data)
     while view:
-        written = ops.write(fd, view)
+        written = ops.write(fd, view) if offset is None else ops.pwrite(fd, view, offset)
         if written <= 0:
             raise OSError("write returned no progress")
         view = view[written:]
+        if offset is not None:
+            offset += written
+
+
+def read_at(fd: int, size: int, offset: int) -> bytes:
+    """``size`` bytes from ``offset`` (fewer at the end of the file)."""
+    parts: list[bytes] = []
+    while size > 0:
+        part = os.pread(fd, size, offset)
+        if not part:
+            break
+        parts.append(part)
+        size -= len(part)
+        offset += len(part)
+    return b"".join(parts)
 
 
 def revision(stat: os.stat_result) -> str:
