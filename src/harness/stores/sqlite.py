@@ -138,6 +138,13 @@ _Key = str | bytes
 _Row = tuple[_Key, int, _Key, int, str]  # an events row: session_id, seq, type, time, line
 
 
+def _described(error: sqlite3.Error) -> str:
+    """The SQLite error as a message part; a full disk is said so (SQLite says "database or disk")."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return f"{error}: no space left on the file system"
+    return str(error)
+
+
 def _first_column(row: tuple[Any, ...]) -> Any:
     return row[0]
 
@@ -458,7 +465,8 @@ class SqliteBackend:
                 raise
         except sqlite3.Error as error:
             raise PersistenceFailed(
-                f"append to session {session_id!r} in {self._path} failed, nothing written: {error}"
+                f"append to session {session_id!r} in {self._path} failed, nothing written: "
+                f"{_described(error)}"
             ) from error
         try:
             conn.execute("COMMIT")
@@ -480,13 +488,13 @@ class SqliteBackend:
             ).fetchall() == [(row[4],) for row in rows]
         except (sqlite3.Error, StorageError) as again:
             raise OutcomeUnknown(
-                f"append to session {session_id!r} in {self._path}: the commit failed ({error}) "
+                f"append to session {session_id!r} in {self._path}: the commit failed ({_described(error)}) "
                 f"and reading the session back failed ({again}); outcome unknown"
             ) from error
         if seen:
             return  # committed and synced; only a step after the commit failed
         raise OutcomeUnknown(
-            f"append to session {session_id!r} in {self._path}: the commit failed ({error}); "
+            f"append to session {session_id!r} in {self._path}: the commit failed ({_described(error)}); "
             "outcome unknown: the write-ahead log may hold the batch, which a crash recovery "
             "would adopt; the next attempt writes it again"
         ) from error
