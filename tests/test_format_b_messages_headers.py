@@ -17,6 +17,7 @@ import pytest
 from harness import (
     Event,
     InvalidEvent,
+    InvalidEventData,
     InvalidSeed,
     Session,
     encode_event,
@@ -704,3 +705,68 @@ def test_b18_mode_set_seed_accepted_in_memory() -> None:
     event = {"type": "mode/set", "seq": 2, "time": 1002, "data": {"mode": "plan"}}
     session = _restore([*_prefix(), event])
     assert _wire(session.events[2]) == event
+
+
+# ---- append refuses what restore refuses (harness is stricter than dsh's §7.5) ---------------
+
+_APPEND_SHAPE_CASES: list[tuple[str, str, Any, str]] = [
+    *(("user/message", label, data, fragment) for label, data, fragment in _BAD_USER_MESSAGES),
+    *(("assistant/message", label, data, fragment) for label, data, fragment in _BAD_ASSISTANT_DATA),
+    *(
+        ("tool/result", label, {"turn": 1, "step": 1, "message": message}, fragment)
+        for label, message, fragment in _BAD_TOOL_RESULTS
+    ),
+    *(("request/header", label, data, "lacks provider/model") for label, data in _BAD_PROVIDER_MODEL),
+    (
+        "request/header",
+        "bad-effort",
+        {"header": {"config": _config(reasoningEffort="")}, "reason": "initial"},
+        "invalid reasoningEffort",
+    ),
+    (
+        "request/header",
+        "bad-marker",
+        {"header": {"config": _config(), "adapterDefaults": {"maxTokens": 1}}, "reason": "initial"},
+        "invalid adapterDefaults",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "label", "data", "fragment"),
+    _APPEND_SHAPE_CASES,
+    ids=[f"{kind}-{label}" for kind, label, _, _ in _APPEND_SHAPE_CASES],
+)
+def test_append_refuses_every_shape_restore_refuses(kind: str, label: str, data: Any, fragment: str) -> None:
+    """A live append of a message or request header that restore would refuse (FORMAT §7.2 steps
+    4-5) is refused with the same reason, and nothing changes: a log harness writes always loads.
+    (dsh skips these checks on append, §7.5; a log holding such an event then fails to load.)"""
+    session = Session.create(HEADER, clock=_clock)
+    for event in EXAMPLE_TURN[:2]:
+        session.append(event["type"], event["data"])
+    seen: list[int] = []
+    session.subscribe(lambda e: seen.append(e.seq))
+    before = _log_state(session)
+    op: Any = "append" if kind != "request/header" else None
+    with pytest.raises(InvalidEvent) as info:
+        session.append(kind, copy.deepcopy(data), surface_op=op, source_event_seqs=[] if op else None)
+    if isinstance(info.value, InvalidEventData):  # the call-id check (test_call_ids) came first
+        assert "allId" in info.value.path
+    else:
+        assert fragment in str(info.value) and "would not load" in str(info.value)
+    assert _log_state(session) == before and seen == []
+    event = {"type": kind, "seq": 2, "time": 1, "data": data} | ({"surfaceOp": "append"} if op else {})
+    _seed_error([*_prefix(), event])  # restore refuses the same event
+
+
+def test_append_accepts_every_valid_shape_of_the_example_turn() -> None:
+    """The valid counterpart: the FORMAT §4 example turn appends event by event."""
+    session = Session.create(HEADER, clock=_clock)
+    for event in EXAMPLE_TURN:
+        session.append(
+            event["type"],
+            event["data"],
+            surface_op=cast(Any, event.get("surfaceOp")),
+            source_event_seqs=event.get("sourceEventSeqs"),
+        )
+    assert [m.id for m in session.derive_messages()] == ["u-1", "a-1", "t-1"]

@@ -221,7 +221,7 @@ def test_a_malformed_log_does_not_break_the_check(ws: Path) -> None:
     session.append("approval/decided", {"id": "never-asked", "outcome": "rejected"})
     session.append("compaction/end", {"compactionId": "never-started"})
     session.append("request/context", {"provider": 1, "model": ["m"]})
-    session.append("request/header", {"header": "none", "reason": "initial"})
+    # (a malformed request/header cannot be appended: restore would refuse it)
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     report = check_world(session, ws, default_tools(), provider())  # live: restore would refuse it
     assert report.skipped == {}

@@ -166,6 +166,7 @@ def test_its_own_calls_and_results_are_never_hits() -> None:
     session.append("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "session_search",
                                  "arguments": '{"query":"ORCHID"}'})  # fmt: skip
     result = {
+        "id": "r1",
         "role": "user",
         "source": {"kind": "tool", "callId": "c1"},
         "content": [{"type": "tool-result", "toolCallId": "c1", "isError": False,

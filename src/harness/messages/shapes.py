@@ -1,6 +1,7 @@
 """Seed-time shape checks of message and request-header events (FORMAT §7.2 steps 4–5).
 
-These run when a log is restored or loaded, not on live appends (FORMAT §7.5).
+These run when a log is restored or loaded. dsh skips them on live appends (FORMAT §7.5);
+harness's ``Session.append`` runs them too, so that no log it writes fails them on load.
 Each function returns the reason a payload is refused, or ``None``. Payloads are
 JSON values as harness holds them (JSON objects are ``dict``/``FrozenDict``).
 """

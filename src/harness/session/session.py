@@ -278,8 +278,9 @@ class Session:
 
         Raises ``InvalidEventData`` when ``data`` is not lossless JSON or carries a
         tool call id that is not a non-empty string (a crash would leave a log that
-        does not load), and ``InvalidEvent`` when the event breaks a rule; either way
-        nothing changes.
+        does not load), and ``InvalidEvent`` when the event breaks a rule, including the
+        shape rules restore applies to messages and request headers (FORMAT §7.2 steps
+        4-5); either way nothing changes.
         """
         if not isinstance(type, str) or not type:
             raise InvalidEvent(f"event type must be a non-empty string, got {type!r}")
@@ -297,6 +298,14 @@ class Session:
             problem = call_ids(data)
             if problem is not None:
                 raise InvalidEventData(*problem)
+        if type in SURFACE_TYPES or type == "request/header":
+            # What restore refuses (FORMAT §7.2 steps 4-5), append refuses too: a log holding
+            # it would not load again, in harness or in dsh.
+            shape = (
+                request_header_problem(data) if type == "request/header" else message_event_problem(type, data)
+            )
+            if shape is not None:
+                raise InvalidEvent(f"{type} {shape} (a log holding it would not load)")
         data_json = dumps_kept(data)
         if type == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
             raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
