@@ -242,6 +242,9 @@ def test_resume_without_yes_stops_at_a_blocking_finding(
     assert checked.exit_code == 1
     kinds = [f["kind"] for f in json.loads(checked.stdout)["findings"]]
     assert "action-outcome-unknown" in kinds
+    # 1 is only ever "a finding blocks": a check that cannot run exits 2
+    missing = cli(root, "check", "no-such-session", "-w", str(env), "--json")
+    assert missing.exit_code == 2 and "no-such-session" in missing.stderr and missing.stdout == ""
 
 
 def test_resume_tells_the_model_what_changed_in_the_workspace(

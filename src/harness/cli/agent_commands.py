@@ -393,7 +393,8 @@ def check(
 ) -> None:
     """Check the outside world against a stored session; writes nothing.
 
-    Exit 0 when nothing blocks, 1 when a finding blocks."""
+    Exit 0 when nothing blocks, 1 when a finding blocks, 2 when the check could not run
+    (no such session, a log that does not load, a bad option)."""
     from harness.recovery import check_world
 
     async def main() -> Any:
@@ -409,7 +410,7 @@ def check(
         finally:
             await provider.aclose()
 
-    with _errors():
+    with _errors(2):
         report = asyncio.run(main())
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")

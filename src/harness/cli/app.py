@@ -107,17 +107,19 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors(code: int = 1) -> Iterator[None]:
+    """Turn a harness error into ``error: …`` on stderr and exit ``code`` (an OS error: 2).
+    ``check`` passes 2, keeping 1 for "a finding blocks"."""
     try:
         yield
     except SessionNotFound as error:
-        _fail(str(error), 1)
+        _fail(str(error), code)
     except HarnessError as error:
-        _fail(str(error), 1)
+        _fail(str(error), code)
     except OSError as error:
         _fail(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), 2)
     except RecursionError:
-        _fail("the session holds data nested too deeply for this command (Python's recursion limit)", 1)
+        _fail("the session holds data nested too deeply for this command (Python's recursion limit)", code)
 
 
 def _options(ctx: typer.Context) -> _Options:
