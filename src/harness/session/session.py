@@ -301,9 +301,10 @@ class Session:
         if type in SURFACE_TYPES or type == "request/header":
             # What restore refuses (FORMAT §7.2 steps 4-5), append refuses too: a log holding
             # it would not load again, in harness or in dsh.
-            shape = (
-                request_header_problem(data) if type == "request/header" else message_event_problem(type, data)
-            )
+            if type == "request/header":
+                shape = request_header_problem(data)
+            else:
+                shape = message_event_problem(type, data)
             if shape is not None:
                 raise InvalidEvent(f"{type} {shape} (a log holding it would not load)")
         data_json = dumps_kept(data)

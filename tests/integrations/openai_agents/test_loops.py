@@ -162,7 +162,12 @@ def test_a_thread_waits_for_a_compaction_in_flight_and_its_item_is_kept() -> Non
     assert json.dumps(items).count(late["content"]) == 1
 
 
-TEXT: Any = {"id": "u-1", "role": "user", "content": [{"type": "text", "text": "x"}], "source": {"kind": "user"}}
+TEXT: Any = {
+    "id": "u-1",
+    "role": "user",
+    "content": [{"type": "text", "text": "x"}],
+    "source": {"kind": "user"},
+}
 
 
 class HeldBackend(MemoryBackend):
