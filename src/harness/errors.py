@@ -14,6 +14,9 @@ Every error the public API raises on bad input or a refused operation is a
     ├── InvalidMessage            message text a model cannot be sent (not valid Unicode, an empty prompt)
     ├── ProviderConfigError       a provider that cannot be built as configured (no API key,
     │                             a base URL that is not http(s), a retry policy out of range)
+    ├── McpError                  an MCP server that cannot be used as configured
+    │   ├── McpConfigError        a server configuration file that is not valid (ValueError)
+    │   └── McpConnectError       a server that could not be started or reached
     ├── QueryError                a question about a log that cannot be answered as asked
     │   ├── InvalidQuery          a filter, range, limit, cursor or window out of bounds, a seq
     │   │                         that is not a model request, no header in force (ValueError)
@@ -72,6 +75,9 @@ __all__ = [
     "InvalidSessionId",
     "LeaseHeld",
     "LeaseLost",
+    "McpConfigError",
+    "McpConnectError",
+    "McpError",
     "NoRequestHeader",
     "OutcomeUnknown",
     "PersistenceFailed",
@@ -163,6 +169,19 @@ class ProviderConfigError(HarnessError, ValueError):
     """A provider cannot be built as configured (for example, no API key).
 
     It lives here, not beside the provider, so that catching it loads no HTTP client."""
+
+
+class McpError(HarnessError):
+    """An MCP server (``harness.tools.mcp``) that cannot be used as configured."""
+
+
+class McpConfigError(McpError, ValueError):
+    """A server configuration file that is not valid: names the file, the server and the key
+    (never a value: values may be secrets)."""
+
+
+class McpConnectError(McpError):
+    """A server that could not be started, reached or initialised in time."""
 
 
 class QueryError(HarnessError):

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,7 @@ from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
+from harness.cli.mcp_commands import McpConfigOption, config_path, open_hub
 from harness.cli.outcome import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
@@ -62,6 +63,10 @@ from harness.session.session import Session
 from harness.stores.store import SessionStore
 from harness.tools.base import Tool
 
+if TYPE_CHECKING:
+    from harness.providers.credentials import CredentialCheck
+    from harness.tools.mcp.hub import McpHub
+
 __all__ = ["DEFAULT_MODEL", "PromptApprover", "system_prompt"]
 
 DEFAULT_MODEL = "deepseek-v4-flash"
@@ -87,11 +92,26 @@ def _provider(*, for_check: bool = False) -> Provider:
     return DeepSeekProvider()
 
 
-def _tools() -> list[Tool]:
+def _tools(hub: McpHub | None = None) -> list[Tool]:
+    """The built-in tools, then the MCP servers' tools (``hub``)."""
     from harness.tools.registry import default_tools
     from harness.tools.session_search import SessionSearch
 
-    return [*default_tools(), SessionSearch()]
+    return [*default_tools(), SessionSearch(), *(hub.tools if hub is not None else ())]
+
+
+async def _hub(
+    option: str | None, root: Path, session: Session | None, console: Console | None
+) -> McpHub | None:
+    """The MCP servers of ``--mcp-config``, the workspace's ``.mcp.json`` or (a resumed
+    session) the file its log names, connected."""
+    path = config_path(option, root, session.events if session is not None else ())
+    return await open_hub(path, root, [tool.spec.name for tool in _tools()], console)
+
+
+async def _closed(hub: McpHub | None) -> None:
+    if hub is not None:
+        await hub.aclose()
 
 
 def _summarizer(provider: Provider, model: str) -> Summarizer:
@@ -242,6 +262,7 @@ def run(
     session_id: SessionOption = None,
     yes: YesOption = False,
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
     task = _prompt_argument(task, "the task")
@@ -251,6 +272,7 @@ def run(
 
     async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         store = SessionStore(_options(ctx).backend())
+        hub = None
         try:
             if session_id is not None:
                 session = await store.load(session_id)
@@ -258,6 +280,9 @@ def run(
                 session = await store.create(cwd=str(root))
             started.append(session)
             start = len(session.events)
+            hub = await _hub(mcp_config, root, session, console)
+            if hub is not None:
+                hub.record(session)
             approver = _approver(yes, False, console)
             outcome = await _run_turns(
                 store,
@@ -267,10 +292,12 @@ def run(
                 workspace=root,
                 approver=approver,
                 console=console,
+                tools=_tools(hub),
                 effort=effort,
             )
             return session, outcome, denials(session, start)
         finally:
+            await _closed(hub)
             await store.close()
 
     with _errors(), _stopped_at_once(started, console):
@@ -290,11 +317,27 @@ def _stopped_at_once(started: list[Session], console: Console) -> Iterator[None]
 
 
 async def _world_check(
-    session: Session, root: Path, tools: list[Tool], provider: Provider, model: str
+    session: Session,
+    root: Path,
+    tools: list[Tool],
+    provider: Provider,
+    model: str | None,
+    hub: McpHub | None,
+    credentials: CredentialCheck | None,
 ) -> WorldReport:
+    """The world check, with the MCP servers as connected now and the key check."""
     from harness.recovery import check_world
 
-    return await asyncio.to_thread(check_world, session, root, tools, provider, model=model)
+    return await asyncio.to_thread(
+        check_world,
+        session,
+        root,
+        tools,
+        provider,
+        model=model,
+        mcp=hub.states if hub is not None else None,
+        credentials=credentials,
+    )
 
 
 @app.command(
@@ -315,6 +358,7 @@ def resume(
         False, "--yes", "-y", help="Continue past blocking findings and allow world-changing calls."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
     prompt = _prompt_argument(prompt, "the prompt")
@@ -323,17 +367,24 @@ def resume(
     started: list[Session] = []
 
     async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
+        from harness.providers.credentials import check_credentials
         from harness.recovery import record_report
 
         store = SessionStore(_options(ctx).backend())
+        hub = None
         try:
             session = await store.load(session_id)
             started.append(session)
             root = _workspace(workspace or session.header.cwd)
             found["repaired"] = _repair_note(session, console)
-            provider, tools = _provider(), _tools()
-            report = await _world_check(session, root, tools, provider, model)
+            provider = _provider()
+            hub = await _hub(mcp_config, root, session, console)
+            tools = _tools(hub)
+            credentials = await check_credentials(provider)
+            report = await _world_check(session, root, tools, provider, model, hub, credentials)
             record_report(session, report)
+            if hub is not None:
+                hub.record(session)
             await store.flush(session)
             found["check"] = report.to_json()
             if not as_json:
@@ -362,6 +413,7 @@ def resume(
             )
             return session, outcome, denials(session, start)
         finally:
+            await _closed(hub)
             await store.close()
 
     with _errors(), _stopped_at_once(started, console):
@@ -390,12 +442,16 @@ def check(
     ),
     workspace: WorkspaceOption = None,
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    mcp_config: McpConfigOption = None,
+    credentials: bool = typer.Option(
+        False, "--credentials", help="Also check that the provider accepts the API key (GET /models)."
+    ),
 ) -> None:
     """Check the outside world against a stored session; writes nothing.
 
-    Exit 0 when nothing blocks, 1 when a finding blocks, 2 when the check could not run
-    (no such session, a log that does not load, a bad option)."""
-    from harness.recovery import check_world
+    MCP servers are connected again to compare them with the log. Exit 0 when nothing blocks,
+    1 when a finding blocks, 2 when the check could not run (no such session, a log that does
+    not load, a bad option)."""
 
     async def main() -> Any:
         store = SessionStore(_options(ctx).backend(reading=True))
@@ -405,9 +461,13 @@ def check(
             await store.close()
         root = Path(workspace or session.header.cwd or os.getcwd()).resolve()
         provider = _provider(for_check=True)
+        hub = None
         try:
-            return await asyncio.to_thread(check_world, session, root, _tools(), provider, model=model)
+            key = await _key_check(credentials)
+            hub = await _hub(mcp_config, root, session, None)
+            return await _world_check(session, root, _tools(hub), provider, model, hub, key)
         finally:
+            await _closed(hub)
             await provider.aclose()
 
     with _errors(2):
@@ -419,6 +479,26 @@ def check(
     raise typer.Exit(1 if report.blocking else 0)
 
 
+async def _key_check(wanted: bool) -> CredentialCheck:
+    """``check --credentials``: the key check of a provider built as ``run`` builds it."""
+    from harness.errors import ProviderConfigError
+    from harness.providers.credentials import CredentialCheck, check_credentials
+
+    if not wanted:
+        reason = "harness check sends nothing to the provider without --credentials"
+        return CredentialCheck("unchecked", reason=reason)
+    try:
+        provider = _provider()
+    except ProviderConfigError as error:
+        if "no API key" not in str(error):
+            raise
+        return CredentialCheck("missing", reason=str(error))
+    try:
+        return await check_credentials(provider)
+    finally:
+        await provider.aclose()
+
+
 @app.command()
 def chat(
     ctx: typer.Context,
@@ -427,6 +507,7 @@ def chat(
     workspace: WorkspaceOption = None,
     session_id: SessionOption = None,
     yes: YesOption = False,
+    mcp_config: McpConfigOption = None,
 ) -> None:
     """Talk with the agent in a terminal; /help lists the chat commands.
 
@@ -437,8 +518,12 @@ def chat(
     async def main() -> tuple[Session, bool]:
         store = SessionStore(_options(ctx).backend())
         stopped = False
+        hub = None
         try:
             session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
+            hub = await _hub(mcp_config, root, session, console)
+            if hub is not None:
+                hub.record(session)
             banner = f"session {session.id} · {model} · /help, /exit"
             console.print(Text(banner, style="dim"), highlight=False, soft_wrap=True)
             reader = LineReader()
@@ -477,6 +562,7 @@ def chat(
                             workspace=root,
                             approver=approver,
                             console=console,
+                            tools=_tools(hub),
                             effort=effort,
                             interrupts=interrupts,
                         )
@@ -485,6 +571,7 @@ def chat(
                         break
             return session, stopped
         finally:
+            await _closed(hub)
             await store.close()
 
     with _errors():

@@ -13,6 +13,7 @@ from harness._lazy import lazy_exports
 if TYPE_CHECKING:
     from harness.errors import ProviderConfigError
     from harness.providers.base import Provider, RetryingProvider
+    from harness.providers.credentials import CredentialCheck, check_credentials
     from harness.providers.deepseek import (
         DEEPSEEK_MODELS,
         DeepSeekProvider,
@@ -22,17 +23,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEEPSEEK_MODELS",
+    "CredentialCheck",
     "DeepSeekProvider",
     "OpenAICompatibleProvider",
     "Provider",
     "ProviderConfigError",
     "RetryPolicy",
     "RetryingProvider",
+    "check_credentials",
 ]
 
 _EXPORTS = {
     "harness.errors": ("ProviderConfigError",),  # catching it must not load openai
     "harness.providers.base": ("Provider", "RetryingProvider"),
+    "harness.providers.credentials": ("CredentialCheck", "check_credentials"),
     "harness.providers.deepseek": (
         "DEEPSEEK_MODELS",
         "DeepSeekProvider",

@@ -32,6 +32,7 @@ from harness.events.json import loads, thaw
 from harness.messages.model import LlmFailure
 from harness.messages.request import EpochHeader, GenerateOptions
 from harness.messages.stream import Finish, FinishAborted, FinishError, StreamChunk
+from harness.providers.credentials import CredentialCheck
 from harness.providers.failures import classify_status, error_message, scrub
 from harness.providers.retry import RetryPolicy
 from harness.providers.serialize import RequestRefused, build_body, serialize_messages, serialize_tools
@@ -326,6 +327,23 @@ class DeepSeekProvider:
         """Close the HTTP client if this provider built it."""
         if self._owns_client:
             await self._client.close()
+
+    async def check_key(self, timeout_s: float = 10.0) -> CredentialCheck:
+        """Whether the endpoint accepts the key now: one ``GET /models`` (nothing is generated).
+        ``rejected`` on 401/403; the result never holds the key."""
+        endpoint = _shown(self._client.base_url)
+        secret = self._secret()
+        try:
+            await self._client.with_options(timeout=timeout_s, max_retries=0).models.list()
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            message = scrub(error_message(exc.body, exc.message), secret)
+            if status in (401, 403):
+                return CredentialCheck("rejected", self._route, endpoint, status, message)
+            return CredentialCheck("unknown", self._route, endpoint, status, message)
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            return CredentialCheck("unreachable", self._route, endpoint, None, self._failure_of(exc).message)
+        return CredentialCheck("accepted", self._route, endpoint, 200, None)
 
     # ---- request and retries ------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from harness.events.event import Event
 from harness.messages.request import EpochHeader
 from harness.recovery.baseline import Baseline, read_baseline
 from harness.recovery.vocabulary import WORKSPACE_BASELINE
+from harness.tools.mcp.records import MCP_CONNECT, McpServerState, read_connect
 from harness.tools.records import background_pids, file_accesses
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "Compaction",
     "FileRecord",
     "History",
+    "ShellRun",
     "UnfinishedCall",
     "read_history",
 ]
@@ -46,6 +48,7 @@ _WANTED = frozenset(
         "request/context",
         "session/end-seed",
         WORKSPACE_BASELINE,
+        MCP_CONNECT,
     }
 )
 
@@ -116,6 +119,17 @@ class BackgroundProcess:
     call_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ShellRun:
+    """A ``run_shell`` result: the command, where it ran, the text the model read."""
+
+    command: str
+    cwd: str | None
+    output: str
+    result_seq: int
+    call_id: str | None
+
+
 @dataclass(slots=True)
 class History:
     """The recorded facts (see the module doc)."""
@@ -136,6 +150,9 @@ class History:
     approvals: dict[str, Approval] = field(default_factory=dict)
     compactions: dict[str, Compaction] = field(default_factory=dict)
     background: dict[int, BackgroundProcess] = field(default_factory=dict)
+    mcp: dict[str, McpServerState] = field(default_factory=dict)
+    mcp_tools: dict[str, tuple[str, str]] = field(default_factory=dict)
+    shell_runs: list[ShellRun] = field(default_factory=list)
 
     @property
     def last_turn_start(self) -> int | None:
@@ -247,11 +264,39 @@ def _tool_result(history: History, event: Event, data: Mapping[str, Any]) -> Non
     tool = call.name if call is not None else None
     for access in file_accesses(meta):
         history.files[access.path] = FileRecord(access.path, access.sha256, access.access, event.seq, tool)
+    command = meta.get("command") if isinstance(meta, Mapping) else None
+    if isinstance(command, str):
+        cwd = _str(meta.get("cwd"))
+        history.shell_runs.append(ShellRun(command, cwd, _result_text(message), event.seq, call_id))
     pids = background_pids(meta)
     if pids:
         command = _str(meta.get("command")) if isinstance(meta, Mapping) else None
         for pid in pids:
             history.background[pid] = BackgroundProcess(pid, command, event.seq, event.time, call_id)
+
+
+def _result_text(message: Any) -> str:
+    content = message.get("content") if isinstance(message, Mapping) else None
+    texts: list[str] = []
+    for block in content if isinstance(content, Sequence) and not isinstance(content, str) else ():
+        inner = block.get("content") if isinstance(block, Mapping) else None
+        for part in inner if isinstance(inner, Sequence) and not isinstance(inner, str) else ():
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def _mcp_connect(history: History, event: Event, data: Mapping[str, Any]) -> None:
+    """The latest record of a server that reached it (else the latest) is the one compared;
+    ``mcp_tools`` maps every offered name any record gave to its ``(server, tool)``."""
+    state = read_connect(event.seq, data)
+    if state is None:
+        return
+    before = history.mcp.get(state.name)
+    if state.reachable or before is None or not before.reachable:
+        history.mcp[state.name] = state
+    for tool in state.tools:
+        history.mcp_tools[tool.exposed] = (state.name, tool.name)
 
 
 def _approval_asked(history: History, event: Event, data: Mapping[str, Any]) -> None:
@@ -304,6 +349,7 @@ _READERS = {
     "turn/end": _turn_end,
     "session/end-seed": _end_seed,
     WORKSPACE_BASELINE: _baseline,
+    MCP_CONNECT: _mcp_connect,
     "assistant/message": _assistant,
     "tool/call": _tool_call,
     "tool/result": _tool_result,

@@ -16,6 +16,12 @@ from harness.recovery.vocabulary import (
     FILE_VANISHED,
     GIT_DIRTY,
     GIT_HEAD_MOVED,
+    MCP_SERVER_CHANGED,
+    MCP_SERVER_UNREACHABLE,
+    MCP_SESSION_LOST,
+    MCP_TOOL_REMOVED,
+    MCP_TOOL_SCHEMA_CHANGED,
+    TEMP_FILE_VANISHED,
     WORKSPACE_MOVED,
 )
 
@@ -76,16 +82,43 @@ def _line(item: Finding) -> str | None:
         return f"These files changed without your tools being involved: {listed}."
     if kind == BACKGROUND_PROCESS:
         return f"The background process {e.get('pid')} (`{e.get('command')}`) is no longer running."
+    if kind == TEMP_FILE_VANISHED:
+        return f"{e.get('path')}, which an earlier command created outside the workspace, is gone."
+    return _mcp_line(kind, e)
+
+
+def _mcp_line(kind: str, e: Mapping[str, Any]) -> str | None:
+    server = e.get("server")
+    if kind == MCP_SERVER_UNREACHABLE:
+        return f"The MCP server {server} cannot be reached now; its tools are not available."
+    if kind == MCP_TOOL_REMOVED:
+        return f"The MCP server {server} no longer has the tool {e.get('tool')} ({e.get('exposedAs')})."
+    if kind == MCP_TOOL_SCHEMA_CHANGED:
+        return (
+            f"The tool {e.get('exposedAs')} of the MCP server {server} changed its definition: check its "
+            "parameters before you call it again."
+        )
+    if kind == MCP_SERVER_CHANGED:
+        return f"The MCP server {server} is now {e.get('now')}; earlier turns used {e.get('before')}."
+    if kind == MCP_SESSION_LOST:
+        servers = ", ".join(str(name) for name in e.get("servers") or ())
+        return (
+            f"The MCP servers ({servers}) were connected again: state kept on their side (subscriptions, "
+            "context from earlier calls) did not survive."
+        )
     return None
 
 
 def drift_text(findings: Sequence[Finding]) -> str | None:
-    """The message text for the drift findings (workspace, git, background processes;
-    ``info`` ones left out), or None when there are none."""
+    """The message text for the drift findings (workspace, git, background processes,
+    temporary files, MCP servers; ``info`` ones left out, except that MCP session state was
+    lost), or None when there are none."""
     lines = [
         line
         for item in findings
-        if item.kind in DRIFT_KINDS and item.severity != "info" and (line := _line(item)) is not None
+        if item.kind in DRIFT_KINDS
+        and (item.severity != "info" or item.kind == MCP_SESSION_LOST)
+        and (line := _line(item)) is not None
     ]
     if not lines:
         return None

@@ -16,15 +16,24 @@ __all__ = [
     "BACKGROUND_PROCESS",
     "BASELINE_MISSING",
     "COMPACTION_ORPHAN",
+    "CREDENTIALS_MISSING",
+    "CREDENTIALS_REJECTED",
+    "CREDENTIALS_UNCHECKED",
     "DRIFT_KINDS",
     "FILE_CHANGED",
     "FILE_VANISHED",
     "FINDING_KINDS",
     "GIT_DIRTY",
     "GIT_HEAD_MOVED",
+    "MCP_SERVER_CHANGED",
+    "MCP_SERVER_UNREACHABLE",
+    "MCP_SESSION_LOST",
+    "MCP_TOOL_REMOVED",
+    "MCP_TOOL_SCHEMA_CHANGED",
     "RECOVERY_CHECK",
     "ROUTE_CHANGED",
     "SEVERITIES",
+    "TEMP_FILE_VANISHED",
     "TOOL_MISSING",
     "TOOL_SCHEMA_CHANGED",
     "WORKSPACE_BASELINE",
@@ -62,6 +71,17 @@ APPROVAL_PENDING: Final = "approval-pending"
 COMPACTION_ORPHAN: Final = "compaction-orphan"
 # External resources.
 BACKGROUND_PROCESS: Final = "background-process"
+TEMP_FILE_VANISHED: Final = "temp-file-vanished"
+# MCP servers.
+MCP_SERVER_UNREACHABLE: Final = "mcp-server-unreachable"
+MCP_TOOL_REMOVED: Final = "mcp-tool-removed"
+MCP_TOOL_SCHEMA_CHANGED: Final = "mcp-tool-schema-changed"
+MCP_SERVER_CHANGED: Final = "mcp-server-version-changed"
+MCP_SESSION_LOST: Final = "mcp-session-lost"
+# Credentials.
+CREDENTIALS_MISSING: Final = "credentials-missing"
+CREDENTIALS_REJECTED: Final = "credentials-rejected"
+CREDENTIALS_UNCHECKED: Final = "credentials-unchecked"
 
 FINDING_KINDS: Final = (
     WORKSPACE_MOVED,
@@ -78,10 +98,32 @@ FINDING_KINDS: Final = (
     APPROVAL_PENDING,
     COMPACTION_ORPHAN,
     BACKGROUND_PROCESS,
+    TEMP_FILE_VANISHED,
+    MCP_SERVER_UNREACHABLE,
+    MCP_TOOL_REMOVED,
+    MCP_TOOL_SCHEMA_CHANGED,
+    MCP_SERVER_CHANGED,
+    MCP_SESSION_LOST,
+    CREDENTIALS_MISSING,
+    CREDENTIALS_REJECTED,
+    CREDENTIALS_UNCHECKED,
 )
 """Every kind ``check_world`` reports, in report order within one severity."""
 
 DRIFT_KINDS: Final = frozenset(
-    {WORKSPACE_MOVED, FILE_CHANGED, FILE_VANISHED, GIT_HEAD_MOVED, GIT_DIRTY, BACKGROUND_PROCESS}
+    {
+        WORKSPACE_MOVED,
+        FILE_CHANGED,
+        FILE_VANISHED,
+        GIT_HEAD_MOVED,
+        GIT_DIRTY,
+        BACKGROUND_PROCESS,
+        TEMP_FILE_VANISHED,
+        MCP_SERVER_UNREACHABLE,
+        MCP_TOOL_REMOVED,
+        MCP_TOOL_SCHEMA_CHANGED,
+        MCP_SERVER_CHANGED,
+        MCP_SESSION_LOST,
+    }
 )
 """Kinds that describe the outside world changing under the model (``drift_message``)."""

@@ -15,6 +15,9 @@ recorded with its headers and decoded JSON body. When the script runs out the se
 ``server.fail_next(429, times=2, retry_after=0.01)`` puts that many error answers in front of
 the script (a rate limit or an overload that clears after N attempts). With
 ``api_key=...`` a request without the matching bearer token gets ``401`` and uses no reply.
+``GET /models`` (the cheap authenticated call a resume makes to check the key) lists
+``models`` (or answers ``401`` to a wrong key) without using the script; those requests are
+kept in ``model_listings``, apart from ``requests``, which holds the chat requests.
 
 Streams are DeepSeek-shaped: a first delta with an empty ``reasoning_content`` when the reply
 reasons, reasoning and text split into several deltas, tool calls with their arguments spread
@@ -323,8 +326,11 @@ class FakeDeepSeek:
         api_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        models: Sequence[str] = ("deepseek-v4-flash", "deepseek-v4-pro"),
     ) -> None:
         self._script: deque[ScriptItem] = deque(replies)
+        self._models = tuple(models)
+        self._listings: list[RecordedRequest] = []
         self._api_key = api_key
         self._host = host
         self._port = port
@@ -379,6 +385,12 @@ class FakeDeepSeek:
         """Every request received so far, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def model_listings(self) -> list[RecordedRequest]:
+        """Every ``GET /models`` received so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._listings)
 
     @property
     def last_request(self) -> RecordedRequest:
@@ -542,6 +554,8 @@ class FakeDeepSeek:
         self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         """Send one reply; ``True`` when the connection stays usable."""
+        if request.method == "GET" and request.path.split("?")[0].endswith("/models"):
+            return await self._list_models(request, writer)
         reply, served = self._next(request)
         request_id = f"fake-req-{len(self._requests)}"
         if reply.status != 200:
@@ -573,6 +587,20 @@ class FakeDeepSeek:
             return False
         await _send_chunk(writer, b"data: [DONE]\n\n")
         await _send_chunk(writer, b"")
+        return True
+
+
+    async def _list_models(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
+        with self._lock:
+            self._listings.append(request)
+        if self._api_key is not None and request.header("authorization") != f"Bearer {self._api_key}":
+            status, body = 401, Reply.error(401).error_body
+        else:
+            data = [{"id": model, "object": "model", "owned_by": "fake-deepseek"} for model in self._models]
+            status, body = 200, {"object": "list", "data": data}
+        payload = json.dumps(body).encode()
+        writer.write(_head(status, "application/json", (), length=len(payload)) + payload)
+        await writer.drain()
         return True
 
 

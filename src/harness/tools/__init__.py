@@ -5,7 +5,7 @@ tools and builds the default set; ``records`` writes and reads the ``meta`` shap
 recovery relies on. Each built-in lives in its own module (``read_file``, ``write_file``,
 ``edit_file``, ``list_dir``, ``grep``, ``shell``, ``todo_write``, ``session_search``: the
 agent's recall of its own log and its fork ancestors', offered by the CLI; ``recall_text`` holds
-the text pieces of its answers).
+the text pieces of its answers). ``mcp/`` holds the MCP client tools (the ``[mcp]`` extra).
 
 """
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from harness.tools.edit_file import EditFile
     from harness.tools.grep import Grep
     from harness.tools.list_dir import ListDir
+    from harness.tools.mcp.config import McpServerConfig, find_mcp_config, load_mcp_config
+    from harness.tools.mcp.hub import McpHub
+    from harness.tools.mcp.records import MCP_CONNECT, McpServerState
+    from harness.tools.mcp.tool import McpTool
     from harness.tools.read_file import ReadFile
     from harness.tools.records import FileAccess, background_pids, file_accesses
     from harness.tools.registry import (
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from harness.tools.write_file import WriteFile
 
 __all__ = [
+    "MCP_CONNECT",
     "SESSION_SEARCH",
     "DuplicateTool",
     "EditFile",
@@ -43,6 +48,10 @@ __all__ = [
     "Grep",
     "InvalidToolSpec",
     "ListDir",
+    "McpHub",
+    "McpServerConfig",
+    "McpServerState",
+    "McpTool",
     "ReadFile",
     "RunShell",
     "SessionSearch",
@@ -60,6 +69,8 @@ __all__ = [
     "default_tools",
     "file_accesses",
     "file_sha256",
+    "find_mcp_config",
+    "load_mcp_config",
 ]
 
 _EXPORTS = {
@@ -67,6 +78,10 @@ _EXPORTS = {
     "harness.tools.edit_file": ("EditFile",),
     "harness.tools.grep": ("Grep",),
     "harness.tools.list_dir": ("ListDir",),
+    "harness.tools.mcp.config": ("McpServerConfig", "find_mcp_config", "load_mcp_config"),
+    "harness.tools.mcp.hub": ("McpHub",),
+    "harness.tools.mcp.records": ("MCP_CONNECT", "McpServerState"),
+    "harness.tools.mcp.tool": ("McpTool",),
     "harness.tools.read_file": ("ReadFile",),
     "harness.tools.records": ("FileAccess", "background_pids", "file_accesses"),
     "harness.tools.registry": (

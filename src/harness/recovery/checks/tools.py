@@ -34,16 +34,18 @@ def canonical_json(value: Any) -> str:
 
 def check_tools(history: History, tools: Mapping[str, Tool]) -> list[Finding]:
     """Missing tools (``warn`` when the history called them, ``info`` when only the header
-    offered them) and changed schemas (``warn``)."""
+    offered them) and changed schemas (``warn``). MCP tools are left to the MCP check,
+    which knows their server."""
     found: list[Finding] = []
     offered: dict[str, Mapping[str, Any]] = {}
+    mcp = history.mcp_tools
     if history.header is not None:
         for spec in history.header.tools:
             name = spec.get("name") if isinstance(spec, Mapping) else None
-            if isinstance(name, str):
+            if isinstance(name, str) and name not in mcp:
                 offered[name] = spec
     for name, seqs in history.tool_calls.items():
-        if name in tools:
+        if name in tools or name in mcp:
             continue
         found.append(
             finding(
