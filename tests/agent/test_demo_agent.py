@@ -30,10 +30,13 @@ def test_the_agent_demo_runs_the_whole_cycle_offline(tmp_path: Path) -> None:
         "Surface (generation 1)",
         "user/compact",
         f"harness serve --store {tmp_path / 'sessions'} --open",  # how to open them in the viewer
+        "mcp facts (workspace-facts 1.0)",  # the demo's MCP server, connected by run and resume
+        "mcp-session-lost",
     ):
         assert expected in out, expected
     kinds = [event.type for event in session.events]
-    assert kinds.count("approval/decided") == 2
+    assert kinds.count("approval/decided") == 2  # the read-only MCP tool was not asked for
+    assert kinds.count("mcp/connect") == 2
     reasons = [e.data["reason"] for e in session.events if e.type == "request/header"]
     assert reasons == ["initial", "resume"]
     # the sessions stay where the demo said, both of them (the run and the compaction)

@@ -3,7 +3,9 @@
 A local fake DeepSeek server (``harness.testing``) plays a scripted model; the real
 ``openai`` client talks to it over HTTP. In a temporary workspace an agent process
 (``harness run``) reads a file, writes one (an approval, granted by ``--yes``) and starts a
-shell command; the demo kills that process with SIGKILL while the command runs. Then
+shell command; the demo kills that process with SIGKILL while the command runs. When the
+``[mcp]`` extra is installed, the workspace's ``.mcp.json`` also starts the demo's MCP server
+(``harness.demos.mcp_server``) and the model counts the todo list's lines with its read-only tool. Then
 ``notes.md`` is edited, as if by someone else. ``harness resume`` loads the session,
 commits the crash repair (the command's outcome is unknown), checks the world against the
 log (the edited file, the unfinished command), records and prints that report, tells the
@@ -45,8 +47,21 @@ TASK = "Turn notes.md into a todo list in todo.md, then run greet.py and keep it
 _SHELL = "python3 greet.py > greeting.txt && sleep 30"
 
 
-def demo_script() -> list[Reply]:
-    """What the scripted model answers, request by request."""
+def mcp_available() -> bool:
+    """True when the ``mcp`` SDK is installed (the demo then uses its MCP server)."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
+
+
+def demo_script(mcp: bool = False) -> list[Reply]:
+    """What the scripted model answers, request by request (``mcp``: with the MCP step)."""
+    counted = [
+        Reply.tool_calls(
+            [("call_count", "mcp__facts__line_count", json.dumps({"path": "todo.md"}))],
+            text="Checking the list with the workspace-facts MCP server.",
+        )
+    ]
     return [
         Reply.tool_calls(
             [("call_read", "read_file", json.dumps({"path": "notes.md"}))],
@@ -62,6 +77,7 @@ def demo_script() -> list[Reply]:
             ],
             text="Two items. Writing them as a todo list.",
         ),
+        *(counted if mcp else []),
         Reply.tool_calls([("call_shell", "run_shell", json.dumps({"command": _SHELL}))]),
         # after the crash and the resume
         Reply.tool_calls(
@@ -112,10 +128,13 @@ def _wait_for(check: Callable[[], bool], process: subprocess.Popen[bytes], timeo
         time.sleep(0.05)
 
 
-def _workspace(root: Path) -> None:
+def _workspace(root: Path, mcp: bool) -> None:
     root.mkdir()
     (root / "notes.md").write_text("# Notes\n\nbuy milk\ncall Ada\n")
     (root / "greet.py").write_text('print("Hello from the workspace!")\n')
+    if mcp:
+        server = {"command": sys.executable, "args": ["-m", "harness.demos.mcp_server"]}
+        (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"facts": server}}, indent=2) + "\n")
 
 
 def run_agent_demo(console: Console | None = None, sessions: Path | None = None) -> harness.Session:
@@ -131,7 +150,8 @@ def run_agent_demo(console: Console | None = None, sessions: Path | None = None)
     with tempfile.TemporaryDirectory(prefix="harness-demo-") as tmp:
         base = Path(tmp)
         workspace = base / "workspace"
-        _workspace(workspace)
+        mcp = mcp_available()
+        _workspace(workspace, mcp)
         out.rule("[bold]harness demo[/]: an agent run, a crash, a resume — offline")
         out.print(
             "The model is [bold]scripted[/]: a local DeepSeek-compatible server on 127.0.0.1 answers "
@@ -139,7 +159,13 @@ def run_agent_demo(console: Console | None = None, sessions: Path | None = None)
             highlight=False,
         )
         out.print(f"Workspace: {workspace}\nSessions:  {sessions}\nTask: {escape(TASK)}", highlight=False)
-        with FakeDeepSeek(demo_script(), api_key=DEMO_KEY) as server:
+        if mcp:
+            out.print(
+                "The workspace's [bold].mcp.json[/] starts an MCP server (workspace-facts, over stdio): "
+                "its read-only tool is offered to the model as mcp__facts__line_count.",
+                highlight=False,
+            )
+        with FakeDeepSeek(demo_script(mcp), api_key=DEMO_KEY) as server:
             env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": DEMO_KEY}
             env.setdefault("COLUMNS", str(max(out.width - 2, 60)))
             out.rule("1. harness run --yes (the agent process)")
@@ -173,7 +199,7 @@ def run_agent_demo(console: Console | None = None, sessions: Path | None = None)
             time.sleep(0.1)  # let the pump print the last lines
         session = read_session_file(str(logs[0]))
         _show(out, session)
-        _check(session, status, resume_lines, sessions, workspace)
+        _check(session, status, resume_lines, sessions, workspace, mcp)
         compacted = asyncio.run(_compaction_section(out, sessions, workspace))
         _check_compaction(compacted)
         out.print(
@@ -181,7 +207,9 @@ def run_agent_demo(console: Console | None = None, sessions: Path | None = None)
                 "✔ Every flushed event survived the kill; the repair marked the interrupted command's "
                 "outcome as unknown; the world check caught the edited file; the resumed agent "
                 "finished the task; one automatic compaction kept the history in the log; the demo "
-                "key is in no file.",
+                "key is in no file."
+                + (" The MCP server's read-only tool ran without an approval, and the resume "
+                   "reconnected it and said its session state was lost." if mcp else ""),
                 style="bold green",
             )
         )
@@ -306,7 +334,12 @@ def _show(out: Console, session: harness.Session) -> None:
 
 
 def _check(
-    session: harness.Session, status: int, resume_lines: list[str], sessions: Path, workspace: Path
+    session: harness.Session,
+    status: int,
+    resume_lines: list[str],
+    sessions: Path,
+    workspace: Path,
+    mcp: bool,
 ) -> None:
     events = list(session.events)
     ends = [e.data["reason"]["kind"] for e in events if e.type == "turn/end"]
@@ -326,8 +359,15 @@ def _check(
         problems.append("resume did not report the repair")
     checks = [e for e in events if e.type == "recovery/check"]
     kinds = {f["kind"] for e in checks for f in e.data["findings"]}
-    if not {"file-changed", "action-outcome-unknown"} <= kinds:
+    if not {"file-changed", "action-outcome-unknown", *(["mcp-session-lost"] if mcp else [])} <= kinds:
         problems.append(f"the world check found {sorted(kinds)}")
+    counted = [
+        e.data["message"]["content"][0]["content"][0].get("text")
+        for e in events
+        if e.type == "tool/result" and e.data["message"]["source"].get("callId") == "call_count"
+    ]
+    if mcp and counted != ["2"]:
+        problems.append(f"the MCP tool answered {counted}, not 2 lines")
     if not (workspace / "todo.md").exists():
         problems.append("todo.md was not written")
     for path in [*sessions.rglob("*"), *workspace.rglob("*")]:

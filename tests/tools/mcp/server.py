@@ -9,7 +9,8 @@ changes the server by rewriting it before the next start) says::
      "crash": false, "log": "/path/of/a/file the note tool appends to"}
 
 Tools: ``add(a, b)`` (read-only; ``addSchema: 2`` adds a third parameter), ``note(text)``
-(world-changing, appends to ``log``), ``slow(seconds)`` (writes ``log + ".started"`` first),
+(world-changing, appends to ``log``), ``slow(seconds)`` (writes its pid to ``log + ".started"``
+first),
 ``die()`` (the process exits mid-call), ``picture()`` (an image and a text), ``fail()`` (an
 error result), ``whoami()`` (prints ``$NOTES_SECRET``: the client must scrub it).
 """
@@ -59,7 +60,7 @@ def build(spec: dict[str, Any]) -> MCPServer:
 
     def slow(seconds: float) -> str:
         """Wait, then answer."""
-        Path(f"{log}.started").write_text("started")
+        Path(f"{log}.started").write_text(str(os.getpid()))
         time.sleep(seconds)
         return "finally"
 

@@ -135,3 +135,22 @@ def test_run_check_and_resume_through_changed_killed_and_restarted_servers(
         data = path.read_bytes()
         for secret in (NOTES_SECRET, REMOTE_TOKEN, KEY):
             assert secret.encode() not in data, (path, secret)
+
+
+def test_mcp_list_says_which_server_is_unreachable_and_needs_a_configuration(
+    env: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    nothing = cli(root, "mcp", "list", "-w", str(env))
+    assert nothing.exit_code == 2 and "no MCP configuration" in nothing.output
+    missing = cli(root, "mcp", "list", "--mcp-config", str(tmp_path / "none.json"))
+    assert missing.exit_code == 2 and "no such file" in missing.output
+    bad = write_config(tmp_path / "bad.json", {"x y": {"command": "c"}})
+    refused = cli(root, "mcp", "list", "--mcp-config", str(bad))
+    assert refused.exit_code == 1 and "server name 'x y'" in refused.output
+    config = write_config(tmp_path / "ghost.json", {"ghost": {"command": str(tmp_path / "no-such-server")}})
+    listed = cli(root, "mcp", "list", "--mcp-config", str(config), "-w", str(env))
+    assert listed.exit_code == 1, listed.output
+    assert "ghost" in listed.output and "no-such-server" in listed.output and " no " in listed.output
+    refused_run = cli(root, "run", "x", "-w", str(env), "--mcp-config", str(tmp_path / "none.json"))
+    assert refused_run.exit_code == 2 and "no such file" in refused_run.output

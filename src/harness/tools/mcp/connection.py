@@ -18,7 +18,7 @@ import logging
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO, cast
 
 from harness.errors import McpConnectError
 from harness.tools.base import ToolError
@@ -50,7 +50,7 @@ class McpConnection:
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
         self._failure: str | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -68,8 +68,9 @@ class McpConnection:
             await self.aclose()
             raise
         if failure is not None:
+            message = self._why(failure)
             await self.aclose()
-            raise McpConnectError(self._why(failure))
+            raise McpConnectError(message)
 
     def _why(self, reason: str) -> str:
         text = f"MCP server {self.config.name!r} ({self.config.endpoint}): {reason}"
@@ -112,8 +113,10 @@ class McpConnection:
         if config.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-            self._errlog = stack.enter_context(errlog)
+            # closed by aclose, not by the stack: a failed start's stderr is read after the stack ends
+            if self._errlog is None:
+                errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+                self._errlog = cast(TextIO, errlog)
             params = StdioServerParameters(
                 command=config.command or "",
                 args=list(config.args),
@@ -132,8 +135,15 @@ class McpConnection:
         """End the connection (a stdio server is stopped); safe to call twice."""
         self._closing.set()
         owner, self._owner = self._owner, None
-        if owner is None:
-            return
+        try:
+            if owner is not None:
+                await self._stop(owner)
+        finally:
+            errlog, self._errlog = self._errlog, None
+            if errlog is not None:
+                errlog.close()
+
+    async def _stop(self, owner: asyncio.Task[None]) -> None:
         try:
             await asyncio.wait_for(asyncio.shield(owner), 10)
         except (TimeoutError, Exception):
