@@ -34,6 +34,8 @@ Every error the public API raises on bad input or a refused operation is a
     │   └── InvalidProbe          a retention probe or probe set that cannot be evaluated: ``probe``
     └── StorageError              a store or backend could not do what was asked
         ├── SessionNotFound       no stored session has that id
+        │   └── SessionDeleted    the session a live writer writes was deleted (also WriteRefused)
+        ├── SessionHasForks       a delete refused: stored forks name the session as their parent
         ├── SessionExists         create() with an id that is already known
         ├── InvalidSessionId      an id that cannot be stored (empty, or escaping the root)
         ├── SessionConflict       another writer got there first (expected seq mismatch)
@@ -86,7 +88,9 @@ __all__ = [
     "SearchIndexCorrupt",
     "SearchIndexError",
     "SessionConflict",
+    "SessionDeleted",
     "SessionExists",
+    "SessionHasForks",
     "SessionNotFound",
     "StorageError",
     "SummaryFailed",
@@ -278,6 +282,25 @@ class OutcomeUnknown(PersistenceFailed):
     process dies first, a fresh one sees this batch whole or none of it (after a power
     loss, a plain JSONL log may keep a prefix of its lines, as of any unsynced write).
     """
+
+
+class SessionDeleted(SessionNotFound, WriteRefused):
+    """The session a live writer persists was deleted from the store (``SessionStore.delete``,
+    here or by another process): its flush was refused and nothing was written. The events
+    it still held stay in the detached session in memory; they have nowhere to go."""
+
+
+class SessionHasForks(StorageError):
+    """``SessionStore.delete`` refused: stored sessions name this one as their fork parent.
+
+    Nothing was deleted. ``forks`` are their ids. A fork holds a copy of the events it
+    inherited, so deleting the parent loses none of them, only the parent's later history and
+    the forks' link to it: pass ``orphan_forks=True`` (``harness delete --orphan-forks``) to
+    delete it anyway, or delete the forks first."""
+
+    def __init__(self, message: str, *, forks: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.forks = forks
 
 
 class LeaseHeld(WriteRefused):

@@ -22,8 +22,11 @@ from harness.errors import (
     InvalidSessionId,
     PersistenceFailed,
     SessionConflict,
+    SessionDeleted,
     SessionExists,
+    SessionHasForks,
     SessionNotFound,
+    WriteRefused,
 )
 from harness.events.event import Event
 from harness.events.json import loads
@@ -827,3 +830,193 @@ class StoreContract:
         run(backend.append("s1", [chunk(0)]))
         assert run(backend.stored_length("s1")) == 1
         run(backend.close())
+
+    # ---- delete ----------------------------------------------------------------------
+
+    def test_delete_removes_the_session_and_nothing_else(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            gone = await store.create(id="gone", cwd="/work/project")
+            kept = await store.create(id="kept", cwd="/work/project")
+            one_turn(gone)
+            one_turn(kept)
+            kept.append("session/title", {"title": "stays"})
+            await store.flush(gone)
+            await store.flush(kept)
+            await store.release(gone)
+            before = wire(kept)
+            await store.delete("gone")
+            assert [info.id for info in await store.list()] == ["kept"]
+            for view in (store.load, store.inspect):
+                with pytest.raises(SessionNotFound):
+                    await view("gone")
+            backend = store.backend
+            with pytest.raises(SessionNotFound):
+                await backend.read("gone")
+            with pytest.raises(SessionNotFound):
+                await backend.stored_length("gone")
+            other = SessionStore(self.second_backend(tmp_path, backend))
+            with pytest.raises(SessionNotFound):
+                await other.inspect("gone")
+            assert [info.id for info in await other.list()] == ["kept"]
+            assert wire(await other.inspect("kept"))[: len(before)] == before
+            (info,) = await other.list()
+            assert info.title == "stays"
+            await other.close()
+            await store.close()
+
+        run(scenario())
+
+    def test_deleting_what_is_not_stored_is_refused(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            with pytest.raises(SessionNotFound):
+                await store.delete("never-created")
+            with pytest.raises(InvalidSessionId):
+                await store.delete("")
+            session = await store.create(id="once")
+            one_turn(session)
+            await store.flush(session)
+            await store.delete("once")
+            with pytest.raises(SessionNotFound) as twice:
+                await store.delete("once")
+            assert not isinstance(twice.value, SessionDeleted)  # a plain "no such session"
+            with pytest.raises(SessionNotFound):
+                await self.second_backend(tmp_path, store.backend).delete("once")
+            await store.close()
+
+        run(scenario())
+
+    def test_a_deleted_id_can_be_created_again_from_nothing(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            first = await store.create(id="again", cwd="/work/project")
+            one_turn(first)
+            one_turn(first, 2)
+            await store.flush(first)
+            await store.release(first)
+            await store.delete("again")
+            second = await store.create(id="again", cwd="/work/project")
+            second.append("session/title", {"title": "new"})
+            await store.flush(second)
+            await store.release(second)
+            loaded = await SessionStore(self.second_backend(tmp_path, store.backend)).inspect("again")
+            assert [event.type for event in loaded.events] == ["session/title", "session/end-seed"]
+            await store.close()
+
+        run(scenario())
+
+    def test_a_writer_of_a_session_deleted_elsewhere_gets_session_deleted(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            writer = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            session = await writer.create(id="shared")
+            one_turn(session)
+            await writer.flush(session)
+            deleter = SessionStore(self.second_backend(tmp_path, writer.backend))
+            await deleter.delete("shared")
+            written = len(session.events)
+            one_turn(session, 2)
+            for _attempt in range(2):  # a refusal each time, never a hang, never a resurrection
+                with pytest.raises(SessionDeleted) as refused:
+                    await asyncio.wait_for(writer.flush(session), 60)
+                assert isinstance(refused.value, WriteRefused)
+                assert "shared" in str(refused.value)
+            assert writer.pending(session) == len(session.events) - written  # kept, not silently dropped
+            assert await deleter.list() == []
+            with pytest.raises(SessionNotFound):
+                await deleter.inspect("shared")
+            await deleter.close()
+            with pytest.raises(SessionDeleted):
+                await writer.close()  # the final flush says so too
+
+        run(scenario())
+
+    def test_deleting_a_live_session_detaches_it(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            session = await store.create(id="live")
+            one_turn(session)
+            await store.flush(session)
+            one_turn(session, 2)  # queued, not yet written
+            await store.delete("live")
+            with pytest.raises(SessionDeleted):
+                await store.flush(session)
+            with pytest.raises(SessionDeleted):
+                store.pending(session)
+            session.append("session/title", {"title": "after"})  # in memory only
+            assert await store.list() == []
+            with pytest.raises(SessionNotFound):
+                await store.inspect("live")
+            unwritten = await store.create(id="unwritten")  # live, never flushed: its reservation goes
+            await store.delete("unwritten")
+            with pytest.raises(SessionDeleted):
+                await store.flush(unwritten)
+            await store.close()  # nothing left to flush: no error
+            again = SessionStore(self.second_backend(tmp_path, store.backend))
+            assert await again.list() == []
+            await again.close()
+
+        run(scenario())
+
+    def test_delete_refuses_a_parent_of_stored_forks_unless_told(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            parent = await store.create(id="parent", cwd="/work/project")
+            one_turn(parent)
+            await store.flush(parent)
+            child = await store.adopt(parent.fork(id="child"))
+            one_turn(child, 2)
+            await store.flush(child)
+            child_events = wire(child)
+            with pytest.raises(SessionHasForks) as refused:
+                await store.delete("parent")
+            assert refused.value.forks == ("child",)
+            assert "child" in str(refused.value)
+            assert sorted(info.id for info in await store.list()) == ["child", "parent"]
+            await store.delete("parent", orphan_forks=True)
+            assert [info.id for info in await store.list()] == ["child"]
+            again = SessionStore(self.second_backend(tmp_path, store.backend))
+            assert wire(await again.inspect("child"))[: len(child_events)] == child_events  # its copy
+            await again.delete("child")  # a fork itself has no forks: deleted at once
+            assert await again.list() == []
+            await again.close()
+            await store.close()
+
+        run(scenario())
+
+    def test_list_names_each_fork_parent(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path))
+            parent = await store.create(id="p", cwd="/work/project")
+            one_turn(parent)
+            await store.flush(parent)
+            child = await store.adopt(parent.fork(id="c"))
+            await store.flush(child)
+            parents = {info.id: info.parent for info in await store.list()}
+            assert parents == {"p": None, "c": "p"}
+            await store.close()
+
+        run(scenario())
+
+    def test_discard_detaches_a_session_without_writing_what_it_holds(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            store = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            session = await store.create(id="lost-race")
+            one_turn(session)
+            await store.flush(session)
+            stored = len(session.events)
+            one_turn(session, 2)
+            unwritten = await store.discard(session)
+            assert [event.seq for event in unwritten] == list(range(stored, len(session.events)))
+            with pytest.raises(SessionNotFound):
+                await store.flush(session)  # detached: no longer this store's
+            again = await store.load("lost-race")  # loads what is stored, live again
+            assert wire(again)[:stored] == wire(session)[:stored]
+            assert len(again.events) == stored + 1  # the stored events and a new end-seed
+            await store.close()
+            check = SessionStore(self.second_backend(tmp_path, store.backend))
+            (info,) = await check.list()
+            assert info.event_count == stored + 1
+            await check.close()
+
+        run(scenario())

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
+import pytest
+
 import harness
+from harness.errors import SessionDeleted
 from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.jsonl.fileio import FileOps
 from harness.stores.jsonl.frames import encode_frame, scan_frames
 from harness.stores.store import SessionStore
 from tests.stores.contract import StoreContract, one_turn, wire
@@ -56,5 +61,58 @@ def test_adoption_cuts_a_torn_tail_before_writing(tmp_path: Path) -> None:
         check = await SessionStore(JsonlBackend(tmp_path, compression="none")).inspect(copy.id)
         assert wire(check)[: len(copy.events)] == wire(copy)
         await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_delete_removes_the_session_directory_and_keeps_the_project(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = SessionStore(JsonlBackend(tmp_path, compression="none"))
+        gone = await store.create(id="gone", cwd="/work/project")
+        kept = await store.create(id="kept", cwd="/work/project")
+        one_turn(gone)
+        one_turn(kept)
+        await store.flush(gone)
+        await store.flush(kept)
+        (log,) = tmp_path.glob("*/gone/session.jsonl")
+        await store.delete("gone")
+        assert not log.parent.exists()
+        assert [path.name for path in log.parent.parent.iterdir()] == ["kept"]
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+class _UnlinkBeforeLock(FileOps):
+    """Deletes the log between a writer's open and its lock: the deleter won the lock."""
+
+    def __init__(self) -> None:
+        self.path: str | None = None
+
+    def lock(self, fd: int) -> None:
+        if self.path is not None:
+            os.unlink(self.path)
+            self.path = None
+        super().lock(fd)
+
+
+def test_a_writer_that_opened_the_log_before_it_was_deleted_writes_nothing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        backend = JsonlBackend(tmp_path, compression="none", threaded=False)
+        store = SessionStore(backend, write_window_s=10)
+        session = await store.create(id="raced")
+        one_turn(session)
+        await store.flush(session)
+        (log,) = tmp_path.rglob("session.jsonl")
+        ops = _UnlinkBeforeLock()
+        backend._os = ops
+        one_turn(session, 2)
+        ops.path = str(log)
+        with pytest.raises(SessionDeleted):
+            await store.flush(session)
+        assert not log.exists()  # nothing written to the unlinked file, nor a new one made
+        assert await SessionStore(JsonlBackend(tmp_path, compression="none")).list() == []
+        with pytest.raises(SessionDeleted):
+            await store.close()
 
     asyncio.run(scenario())

@@ -13,7 +13,7 @@ from tests.stores.helpers import header, run, sample_events, write_samples
 
 def test_every_backend_method_is_forwarded_by_the_base_itself() -> None:
     wanted = {name for name, _ in inspect.getmembers(Backend, inspect.iscoroutinefunction)}
-    assert wanted >= {"create", "append", "read", "repair", "stored_length", "list", "close"}
+    assert wanted >= {"create", "append", "read", "repair", "stored_length", "list", "delete", "close"}
     missing = {name for name in wanted if name not in vars(DelegatingBackend)}
     assert not missing, f"DelegatingBackend does not forward {sorted(missing)}"
 

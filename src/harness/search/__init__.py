@@ -8,7 +8,8 @@ cursor; ``search(text, filter=..., session=..., limit=..., cursor=...)`` returns
 matches exactly as the query layer's text filter does (``TextNeedle``), and the filter is
 ``harness.query.EventFilter``: the index only narrows, the query layer decides.
 
-- ``index`` (``SearchIndex``, ``open_search_index``): catch-up, rebuild, search;
+- ``index`` (``SearchIndex``, ``open_search_index``, ``forget_deleted``): catch-up, rebuild,
+  search, and dropping a deleted session at once;
 - ``results`` (``SearchHit``, ``SearchPage``, ``IndexReport``, ``StaleSession``);
 - ``fold`` (``fold_text``, ``query_terms``): the folding and the trigrams the index uses;
 - ``plan`` (``SessionState``, ``plan_session``): what one catch-up writes for a session;
@@ -25,7 +26,7 @@ from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.errors import SearchIndexCorrupt, SearchIndexError
-    from harness.search.index import INDEX_SIDECAR, MAX_HITS, SearchIndex, open_search_index
+    from harness.search.index import INDEX_SIDECAR, MAX_HITS, SearchIndex, forget_deleted, open_search_index
     from harness.search.results import IndexReport, SearchHit, SearchPage, StaleSession
 
 __all__ = [
@@ -38,12 +39,19 @@ __all__ = [
     "SearchIndexError",
     "SearchPage",
     "StaleSession",
+    "forget_deleted",
     "open_search_index",
 ]
 
 _EXPORTS = {
     "harness.errors": ("SearchIndexCorrupt", "SearchIndexError"),
-    "harness.search.index": ("MAX_HITS", "INDEX_SIDECAR", "SearchIndex", "open_search_index"),
+    "harness.search.index": (
+        "MAX_HITS",
+        "INDEX_SIDECAR",
+        "SearchIndex",
+        "forget_deleted",
+        "open_search_index",
+    ),
     "harness.search.results": ("IndexReport", "SearchHit", "SearchPage", "StaleSession"),
 }
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 from harness.errors import HarnessError, InvalidQuery
 from harness.query.filters import EventFilter
@@ -35,7 +36,7 @@ from harness.search.sources import probe, read_committed
 from harness.stores.backend import Backend
 from harness.stores.store import SessionStore
 
-__all__ = ["INDEX_SIDECAR", "MAX_HITS", "SearchIndex", "open_search_index", "sidecar_path"]
+__all__ = ["INDEX_SIDECAR", "MAX_HITS", "SearchIndex", "forget_deleted", "open_search_index", "sidecar_path"]
 
 log = logging.getLogger("harness.search")
 
@@ -128,6 +129,12 @@ class SearchIndex:
             reclassified=reclassified,
             stale=tuple(stale),
         )
+
+    async def forget(self, session_ids: Sequence[str]) -> None:
+        """Remove these sessions and their rows now (a deleted session's text leaves the index
+        at once; a catch-up would drop it too, but a search with ``catch_up=False`` would not)."""
+        async with self._guard():
+            await self._backing.drop(list(session_ids))
 
     async def states(self) -> dict[str, SessionState]:
         """What the index holds of each session (its cursor, token and digests)."""
@@ -261,3 +268,33 @@ def open_search_index(
 
     where = path if path is not None else sidecar_path(backend)
     return SearchIndex(backend, SidecarIndex(where if where is not None else ":memory:"))
+
+
+async def forget_deleted(store: SessionStore | Backend, session_id: str) -> bool:
+    """Drop ``session_id`` from the store's index if the store has one (none is created).
+    True when an index was there. ``harness delete`` calls it after ``SessionStore.delete``."""
+    backend = store.backend if isinstance(store, SessionStore) else store
+    if type(backend).__name__ == "PostgresBackend":
+        from harness.stores.postgres import PostgresBackend
+
+        assert isinstance(backend, PostgresBackend)
+        schema = backend.schema
+
+        async def exists(conn: Any) -> bool:
+            query = "SELECT to_regclass(format('%%I.search_sessions', %s::text))"
+            cursor = await conn.execute(query, (schema,))
+            row = await cursor.fetchone()
+            return row is not None and row[0] is not None
+
+        if not await backend.run_sql(exists, "looking for the search index"):
+            return False
+    else:
+        path = sidecar_path(backend)
+        if path is None or not os.path.exists(path):
+            return False
+    index = open_search_index(backend)
+    try:
+        await index.forget([session_id])
+    finally:
+        await index.close()
+    return True

@@ -21,6 +21,10 @@ Rules every backend keeps:
   then asks for the exact read, which applies every rule of the format.
 * ``repair(id, log, closers)`` cuts a torn tail back to the committed region and
   appends the closers, durably, in one step.
+* ``delete(id)`` removes the session for good (header, events, any reservation) and is
+  durable when it returns. From then on ``read``, ``stored_length`` and an append to it, by
+  any writer of the storage, raise ``SessionNotFound`` and write nothing (until the id is
+  created again), and ``list`` omits it.
 """
 
 from __future__ import annotations
@@ -130,7 +134,8 @@ class SessionInfo(msgspec.Struct, frozen=True):
 
     ``problem`` is ``None`` for a session whose header reads; for a damaged one it says
     why (the error a load would raise), and ``created_at``/``cwd``/``title`` are what
-    could still be read (``None`` when nothing could).
+    could still be read (``None`` when nothing could). ``parent`` is the header's
+    ``parentSession`` (the session this one was forked from), ``None`` for a root.
     """
 
     id: str
@@ -141,6 +146,7 @@ class SessionInfo(msgspec.Struct, frozen=True):
     title: str | None = None
     location: str | None = None
     problem: str | None = None
+    parent: str | None = None
 
 
 @runtime_checkable
@@ -172,6 +178,13 @@ class Backend(Protocol):
         """Every stored session (a created but never-appended one is not listed). A session
         whose header cannot be read is listed with ``problem`` set, never dropped; a store
         that breaks its own layout rules (FORMAT §9.1) raises."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session durably: its header, every event and any reservation of it here.
+        ``SessionNotFound`` when nothing is stored or reserved under ``session_id``. A writer
+        still holding the session then gets ``SessionNotFound`` on its next append (nothing
+        written), never a silent write to a log nobody can read."""
         ...
 
     async def close(self) -> None:

@@ -41,6 +41,9 @@ class DelegatingBackend:
     async def list(self) -> list[SessionInfo]:
         return await self.inner.list()
 
+    async def delete(self, session_id: str) -> None:
+        await self.inner.delete(session_id)
+
     async def close(self) -> None:
         await self.inner.close()
 

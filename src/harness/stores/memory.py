@@ -69,6 +69,11 @@ class MemoryBackend:
     async def stored_length(self, session_id: str) -> int:
         return len(self._known(session_id))
 
+    async def delete(self, session_id: str) -> None:
+        self._known(session_id)
+        del self._lines[session_id]
+        del self._headers[session_id]
+
     async def list(self) -> list[SessionInfo]:
         out = []
         for session_id, lines in self._lines.items():

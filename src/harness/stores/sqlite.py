@@ -645,6 +645,7 @@ class SqliteBackend:
                     last_activity=last_time,
                     title=title,
                     location=location,
+                    parent=header.parent_session,
                 )
             )
         return out
@@ -657,6 +658,36 @@ class SqliteBackend:
         is unreadable is listed with ``problem`` saying why, as JSONL listing does.
         """
         return await self._run(self._list)
+
+    # -- delete -------------------------------------------------------------------
+
+    async def delete(self, session_id: str) -> None:
+        """Delete the session's rows in one ``BEGIN IMMEDIATE`` transaction (durable at commit),
+        with ``secure_delete`` on so their bytes are overwritten, not left in free pages.
+        A reservation made here (created, never appended) is dropped."""
+        check_session_id(session_id)
+        await self._run(self._delete, session_id)
+
+    def _delete(self, session_id: str) -> None:
+        conn = self._db
+        key = _sql_text(session_id)
+        try:
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
+                found = conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise PersistenceFailed(
+                f"deleting session {session_id!r} from {self._path} failed, nothing deleted: {error}"
+            ) from error
+        if self._pending.pop(session_id, None) is None and not found:
+            raise SessionNotFound(f"no session {session_id!r}")
 
     # -- close --------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 ``adopt`` does the same for a session built elsewhere (checked against what is stored);
 ``load`` restores a stored session, commits its crash-repair closers durably and
 returns it live; ``inspect`` gives the same view and writes nothing; ``flush`` is
-the durability point.
+the durability point; ``delete`` removes a stored session for good.
 
 Durability: a returned ``append`` means committed in memory; a returned
 ``flush(session)`` means every event appended before the call is on the backend
@@ -15,6 +15,7 @@ returned flush (and whatever a background write made durable earlier is kept).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
@@ -23,7 +24,9 @@ from harness.errors import (
     CorruptSession,
     InvalidSeed,
     SessionConflict,
+    SessionDeleted,
     SessionExists,
+    SessionHasForks,
     SessionNotFound,
     StorageError,
 )
@@ -193,6 +196,7 @@ class SessionStore:
         self._window = write_window_s
         self._clock = clock
         self._live: dict[str, _Live] = {}
+        self._deleted: dict[str, Session] = {}  # live sessions ``delete`` detached
         self._closed = False
 
     @property
@@ -302,8 +306,68 @@ class SessionStore:
     def _live_of(self, session: Session) -> _Live:
         live = self._live.get(session.id)
         if live is None or live.session is not session:
+            if self._deleted.get(session.id) is session:
+                raise SessionDeleted(
+                    f"session {session.id!r} was deleted from this store: it is detached, and "
+                    "nothing appended to it is written"
+                )
             raise SessionNotFound(f"session {session.id!r} is not live in this store")
         return live
+
+    async def forks(self, session_id: str) -> tuple[str, ...]:
+        """The ids of the stored sessions whose header names ``session_id`` as their fork
+        parent (``parentSession``), sorted."""
+        self._check_open()
+        listed = await self._backend.list()
+        return tuple(sorted(i.id for i in listed if i.parent == session_id and i.id != session_id))
+
+    async def delete(self, session_id: str, *, orphan_forks: bool = False) -> None:
+        """Delete a stored session for good: its header and every event, durably.
+
+        Afterwards ``list`` omits it and ``load``/``inspect`` raise ``SessionNotFound``; other
+        sessions are untouched. A session live in this store is detached: its unwritten
+        events are dropped and ``flush`` of it raises ``SessionDeleted``; a writer elsewhere
+        (another store, another process) gets ``SessionDeleted`` on its next flush, nothing
+        written. ``SessionNotFound`` when the store holds no such session.
+
+        Forks: a fork holds its own copy of what it inherited, so deleting its parent loses
+        none of the fork's events, but the parent's later history and the fork's lineage link
+        go. So a session that stored forks name as parent is refused (``SessionHasForks``,
+        nothing deleted) unless ``orphan_forks`` is true. PostgreSQL refuses with
+        ``LeaseHeld`` while another owner holds a live lease on the session. A search index
+        is the caller's: its next catch-up drops the session (``SearchIndex.forget`` at once).
+        """
+        self._check_open()
+        check_session_id(session_id)
+        if not orphan_forks:
+            forks = await self.forks(session_id)
+            if forks:
+                raise SessionHasForks(
+                    f"session {session_id!r} is the parent of {len(forks)} stored fork(s) "
+                    f"({', '.join(map(repr, forks))}): delete them first, or pass orphan_forks=True "
+                    "(each fork keeps its own copy of the events it inherited)",
+                    forks=forks,
+                )
+        live = self._live.get(session_id)
+        if live is not None:
+            await live.writer.quiesce()  # no write of it runs while it is deleted
+        try:
+            await self._backend.delete(session_id)
+        except SessionNotFound:
+            if live is None:
+                raise
+            # Live here but never written: dropping its reservation is the whole delete.
+        except BaseException:
+            if live is not None:
+                live.writer.rearm()
+            raise
+        if live is not None:
+            dropped = live.writer.discard()
+            live.unsubscribe()
+            del self._live[session_id]
+            self._deleted[session_id] = live.session
+            if dropped:
+                logger.info("session %s: deleted with %d unwritten events", session_id, dropped)
 
     async def flush(self, session: Session) -> None:
         """Return when every event appended to ``session`` before the call is durable."""
@@ -331,6 +395,18 @@ class SessionStore:
         await live.writer.close()
         live.unsubscribe()
         del self._live[session.id]
+
+    async def discard(self, session: Session) -> builtins.list[Event]:
+        """Stop persisting ``session`` without writing what it still holds: it becomes detached,
+        and the events not yet durable are returned (they will not be written). For a writer
+        that lost a race (its flush raised ``SessionConflict``) and loads the session again."""
+        live = self._live_of(session)
+        await live.writer.quiesce()
+        unwritten = list(live.writer.queued())
+        live.writer.discard()
+        live.unsubscribe()
+        del self._live[session.id]
+        return unwritten
 
     async def close(self) -> None:
         """Flush every live session, then close the backend. Raises the first failure."""

@@ -32,4 +32,5 @@ def summarize(
         last_activity=last if isinstance(last, int) else None,
         title=title,
         location=location,
+        parent=header.parent_session,
     )

@@ -20,7 +20,8 @@ that is not a ``PersistenceFailed``), the next attempt first asks the backend ho
 it holds and drops the events it already committed (after checking they are the same
 by ``stored_equals``), so a retry never duplicates or loses. A ``WriteRefused`` (a
 conflict, a lost or held lease) and a plain ``PersistenceFailed`` (the backend knows
-nothing was written) need no such check.
+nothing was written) need no such check. A session the backend no longer holds (deleted,
+here or by another writer) fails its flush with ``SessionDeleted``, the events kept.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from harness.errors import OutcomeUnknown, PersistenceFailed, SessionConflict, StorageError, WriteRefused
+from harness.errors import (
+    OutcomeUnknown,
+    PersistenceFailed,
+    SessionConflict,
+    SessionDeleted,
+    SessionNotFound,
+    StorageError,
+    WriteRefused,
+)
 from harness.events.event import Event
 from harness.stores.backend import Backend, read_whole, stored_equals
 
@@ -137,16 +146,32 @@ class WriteBehind:
         self._cursor = stored
         self._uncertain = False
 
+    def _gone(self, missing: SessionNotFound, batch: Sequence[Event]) -> SessionDeleted:
+        first = f" from seq {batch[0].seq}" if batch else ""
+        deleted = SessionDeleted(
+            f"session {self._id!r} is no longer in the store (it was deleted, here or by another "
+            f"writer): its {len(batch)} pending events{first} were not written ({missing})"
+        )
+        self.last_error = deleted
+        return deleted
+
     async def _write_queue(self) -> None:
         """Write everything queued now as one batch; on failure put it back in front."""
         if self._uncertain:
-            await self._resync()
+            try:
+                await self._resync()
+            except SessionNotFound as missing:
+                raise self._gone(missing, self._queue) from missing
         batch = self._queue
         if not batch:
             return
         self._queue = []
         try:
             await self._backend.append(self._id, batch)
+        except SessionNotFound as missing:
+            # Nothing was written: the backend holds no such session any more.
+            self._queue = batch + self._queue
+            raise self._gone(missing, batch) from missing
         except WriteRefused as refusal:
             # Nothing was written, so the retry needs no resync.
             self._queue = batch + self._queue
@@ -226,6 +251,35 @@ class WriteBehind:
                 await self._write_queue()
         finally:
             self._drain = None
+
+    async def quiesce(self) -> None:
+        """Start no write on the window's expiry and wait for the write (or drain) running now,
+        whatever its outcome. ``rearm`` undoes it."""
+        while True:
+            self._write_after_current = False
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            task = self._writing or self._drain
+            if task is None:
+                return
+            await asyncio.wait([task])
+
+    def rearm(self) -> None:
+        """Arm the window again for what is queued (after ``quiesce``)."""
+        if self._queue and not self._closed and self._timer is None:
+            self._timer = self._loop.call_later(self._window, self._on_timer)
+
+    def discard(self) -> int:
+        """Stop for good without writing (the session was deleted): return how many events
+        were still queued; they are dropped, later events are ignored."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        dropped = len(self._queue)
+        self._queue = []
+        return dropped
 
     async def close(self) -> None:
         """Flush, then stop accepting events."""

@@ -23,8 +23,8 @@ from harness.compaction.summarizer import Summary, SummaryRequest
 from harness.errors import CompactionPersistenceFailed, SummaryFailed
 from harness.events.event import Event
 from harness.integrations.openai_agents import HarnessSession, default_should_trigger_compaction
-from harness.session.header import SessionHeader
-from harness.stores.backend import Backend, SessionInfo, StoredLog
+from harness.stores.backend import Backend
+from harness.stores.faults import DelegatingBackend
 from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
 from tests.compaction.helpers import BlockingSummarizer, FailingSummarizer, FixedSummarizer
@@ -73,32 +73,17 @@ class FlakySQLiteSession(SQLiteSession):
         await super().add_items(items)
 
 
-class Outage:
+class Outage(DelegatingBackend):
     """A harness backend whose appends fail while ``down``."""
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.down = False
-
-    async def create(self, header: SessionHeader) -> None:
-        await self.inner.create(header)
 
     async def append(self, session_id: str, batch: Any) -> None:
         if self.down:
             raise OSError(28, "No space left on device (injected)")
         await self.inner.append(session_id, batch)
-
-    async def read(self, session_id: str) -> StoredLog:
-        return await self.inner.read(session_id)
-
-    async def repair(self, session_id: str, log: StoredLog, closers: Any) -> None:
-        await self.inner.repair(session_id, log, closers)
-
-    async def stored_length(self, session_id: str) -> int:
-        return await self.inner.stored_length(session_id)
-
-    async def list(self) -> list[SessionInfo]:
-        return await self.inner.list()
 
     async def close(self) -> None:
         pass  # the inner backend outlives this store: a "restarted process" reads it again

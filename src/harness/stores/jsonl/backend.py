@@ -24,6 +24,9 @@ write protocol:
   stuck by our own failed write.
 * ``repair`` truncates a torn tail to the committed offset, fsyncs, then appends in
   one batch (zstd: one frame) the events recovered from a torn frame and the closers.
+* ``delete`` unlinks the log holding its ``flock``, fsyncs the session directory and
+  removes it. A writer that finds the log gone, or unlinked once it holds the lock,
+  writes nothing and raises ``SessionNotFound``.
 
 Each session has a cursor: its stored length and the byte size of its committed
 log. An append whose first seq is not the stored length is refused with
@@ -91,6 +94,10 @@ _HEADER_LIMIT: Final = 1 << 20  # a longer first line is left to the exact reade
 
 class _PublishedElsewhere(Exception):
     """Publishing found a log already at the path: another writer created the id first."""
+
+
+def _deleted(path: str) -> SessionNotFound:
+    return SessionNotFound(f"session log {path} was deleted: nothing was written")
 
 
 def _plain_event(obj: dict[str, Any]) -> Event | None:
@@ -243,7 +250,11 @@ class JsonlBackend:
             lines = self._lines(batch)
             length = batch[-1].seq + 1
             if cursor.published:
-                await self._run(self._append_sync, cursor, lines, length)
+                try:
+                    await self._run(self._append_sync, cursor, lines, length)
+                except SessionNotFound:
+                    self._forget(session_id, cursor)
+                    raise
                 return
             try:
                 await self._run(self._publish_sync, cursor, lines, length)
@@ -354,11 +365,15 @@ class JsonlBackend:
         path = cursor.path
         try:
             fd = ops.open(path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            raise _deleted(path) from None
         except OSError as error:
             raise io_error("opening", path, error) from error
         try:
             try:
                 ops.lock(fd)
+                if os.fstat(fd).st_nlink == 0:  # deleted between our open and our lock
+                    raise _deleted(path)
                 size = ops.size(fd)
             except OSError as error:
                 raise io_error("reading the size of", path, error) from error
@@ -474,7 +489,11 @@ class JsonlBackend:
                 cursor.adopt(scan)
         else:
             async with cursor.lock:
-                scan = await self._run(self._read_sync, session_id)
+                try:
+                    scan = await self._run(self._read_sync, session_id)
+                except SessionNotFound:
+                    self._forget(session_id, cursor)  # deleted by another writer
+                    raise
                 cursor.adopt(scan)
         return scan.stored_log()
 
@@ -506,10 +525,14 @@ class JsonlBackend:
         path = cursor.path
         try:
             fd = ops.open(path, os.O_WRONLY)
+        except FileNotFoundError:
+            raise _deleted(path) from None
         except OSError as error:
             raise io_error("opening", path, error) from error
         try:
             ops.lock(fd)
+            if os.fstat(fd).st_nlink == 0:
+                raise _deleted(path)
             size = ops.size(fd)
             if size < torn.committed_offset:
                 raise SessionConflict(f"session log {path} is shorter than its committed region")
@@ -541,6 +564,58 @@ class JsonlBackend:
             self._write_sync(cursor, self._body(lines), length)
         cursor.length = length
         cursor.scan = None
+
+    # ---- delete -----------------------------------------------------------------------
+
+    def _forget(self, session_id: str, cursor: Cursor) -> None:
+        if self._cursors.get(session_id) is cursor:
+            del self._cursors[session_id]
+
+    async def delete(self, session_id: str) -> None:
+        """Unlink the log under its writers' lock, durably, and remove its session directory
+        (kept when something else is in it). A writer that opened the log before it went
+        sees the file unlinked once it holds the lock, and writes nothing."""
+        check_session_id(session_id)
+        cursor = self._cursors.get(session_id)
+        if cursor is None:
+            removed = await self._run(self._delete_sync, session_id)
+        else:
+            async with cursor.lock:  # after a write of ours in flight, never during it
+                removed = await self._run(self._delete_sync, session_id)
+                self._forget(session_id, cursor)
+        if not removed and (cursor is None or cursor.published):
+            raise SessionNotFound(f"no stored session {session_id!r} under {self._layout.root}")
+
+    def _delete_sync(self, session_id: str) -> bool:
+        self._check_root()
+        path = self._layout.find_log(session_id)
+        if path is None:
+            return False
+        ops = self._os
+        session_dir = os.path.dirname(path)
+        try:
+            fd = ops.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise io_error("opening", path, error) from error
+        try:
+            try:
+                ops.lock(fd)
+                if os.fstat(fd).st_nlink == 0:
+                    return False  # another deleter got there first
+                ops.unlink(path)
+                ops.fsync_dir(session_dir)
+            except OSError as error:
+                raise io_error("deleting", path, error) from error
+        finally:
+            ops.close(fd)
+        try:
+            os.rmdir(session_dir)
+            ops.fsync_dir(os.path.dirname(session_dir))
+        except OSError:
+            pass  # not empty (a file that is not ours) or already gone: the log is what counts
+        return True
 
     # ---- the rest ---------------------------------------------------------------------
 
@@ -574,6 +649,7 @@ class JsonlBackend:
                     last_activity=tail.last_activity,
                     title=tail.title,
                     location=path,
+                    parent=header.parent_session,
                 )
             )
         return out

@@ -58,6 +58,8 @@ from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool
 
 from harness.errors import (
+    LeaseHeld,
+    LeaseLost,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -338,6 +340,11 @@ class PostgresBackend:
 
         try:
             length = await self._run(call, "appending events", session_id, True, first_seq=first, token=token)
+        except LeaseLost as lost:
+            if pending is None and await self._length(session_id) is None:
+                # The lease check comes first in the append; the session itself is gone.
+                raise SessionNotFound(f"session {session_id!r} was deleted: nothing was written") from lost
+            raise
         except SessionConflict as conflict:
             if conflict.expected:
                 # Another writer published this id first: the reservation lapses, and the
@@ -480,9 +487,50 @@ class PostgresBackend:
                     last_activity=None if last_time is None else int(last_time),
                     title=title,
                     location=self._where,
+                    parent=header.parent_session,
                 )
             )
         return out
+
+    # -- delete ---------------------------------------------------------------------------
+
+    async def delete(self, session_id: str) -> None:
+        """Delete the session row and its events in one transaction (durable at commit), after
+        locking its lease row as an append does: ``LeaseHeld`` while another owner holds a
+        live lease (a lease of this backend's is expired with it; the row stays, so fencing
+        tokens keep growing if the id is used again). Tails of it are woken and end with
+        ``SessionDeleted``. The rows' bytes stay in the table files until PostgreSQL vacuums."""
+        check_session_id(session_id)
+        key = codec.db_text(session_id)
+        mine = self._leases.token(session_id)
+        channel = codec.notify_channel(self._schema, session_id)
+
+        async def write(conn: Connection) -> tuple[str, Any, Any]:
+            async with conn.transaction():
+                lease = await (await conn.execute(self._q.delete_lease, (key,))).fetchone()
+                if lease is not None and lease[3] and int(lease[1]) != mine:
+                    return "held", lease[0], lease[2]
+                row = await (await conn.execute(self._q.delete_session, (key,))).fetchone()
+                if row is None:
+                    return "missing", None, None
+                await conn.execute(self._q.delete_events, (int(row[0]),))
+                if mine is not None:
+                    await conn.execute(self._q.release, (key, mine))
+                await conn.execute("SELECT pg_notify(%s, 'deleted')", (channel,))
+            return "deleted", None, None
+
+        outcome, owner, expires = await self._run(write, "deleting", session_id, True)
+        if outcome == "held":
+            holder = codec.from_db_text(owner) if isinstance(owner, str) else None
+            raise LeaseHeld(
+                f"session {session_id!r} is leased by {holder!r}: it cannot be deleted until the lease "
+                "expires or is released",
+                owner=holder,
+                expires_at=None if expires is None else int(expires),
+            )
+        self._leases.forget(session_id)
+        if self._pending.pop(session_id, None) is None and outcome == "missing":
+            raise SessionNotFound(f"no session {session_id!r}")
 
     # -- leases and tail ------------------------------------------------------------------
 

@@ -146,6 +146,11 @@ class LeaseKeeper:
 
         await self._run(expire, "releasing a lease", session_id, True)
 
+    def forget(self, session_id: str) -> None:
+        """Stop renewing the lease on ``session_id`` without touching its row (the session
+        was deleted in a transaction that expired the row itself)."""
+        self._stop(session_id)
+
     def held(self) -> list[str]:
         """The sessions this backend holds leases on."""
         return list(self._held)

@@ -15,6 +15,9 @@ class Queries:
     __slots__ = (
         "acquire",
         "append",
+        "delete_events",
+        "delete_lease",
+        "delete_session",
         "header",
         "holder",
         "length",
@@ -57,6 +60,13 @@ class Queries:
             "LEFT JOIN {s}.events AS e ON e.session_key = x.key AND e.seq = x.title_seq "
             "WHERE x.length > 0 ORDER BY x.created_at, x.id"
         )
+        # delete: the lease row first (as append_events locks it), then the session row.
+        self.delete_lease = q(
+            f"SELECT l.owner, l.token, {_EXPIRES_MS.format(col='l.expires_at')}, l.expires_at > now() "
+            "FROM {s}.leases AS l WHERE l.session_id = %s::text FOR UPDATE"
+        )
+        self.delete_session = q("DELETE FROM {s}.sessions WHERE id = %s::text RETURNING key")
+        self.delete_events = q("DELETE FROM {s}.events WHERE session_key = %s::bigint")
         expires = _EXPIRES_MS.format(col="l.expires_at")
         self.acquire = q(
             "INSERT INTO {s}.leases AS l (session_id, owner, token, expires_at) "

@@ -14,7 +14,9 @@ read or wakes step 3: nothing is missed. The cursor only moves past events alrea
 yielded, so after a broken connection the tailer reconnects (with backoff), listens
 again and reads from the cursor: nothing is missed or repeated. A notification
 for a commit already read only costs a read that finds nothing. The connection
-uses TCP keepalives, so a silently dead server is noticed even while idle.
+uses TCP keepalives, so a silently dead server is noticed even while idle. A
+notification that brings nothing new makes the tailer check the session still exists:
+``delete`` notifies, and its tails end with ``SessionDeleted``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from harness.errors import SessionNotFound, StorageError
+from harness.errors import SessionDeleted, SessionNotFound, StorageError
 from harness.events.event import Event
 from harness.stores.postgres.codec import corrupt, db_text, event_from_wire, notify_channel
 from harness.stores.postgres.conninfo import scrub, where
@@ -78,6 +80,8 @@ async def tail_session(
     conn: psycopg.AsyncConnection[Any] | None = None
     outage: float | None = None
     delay = 0.05
+    woken = False
+    seen = False  # the session's row was seen: its absence later means it was deleted
     try:
         while True:
             try:
@@ -87,10 +91,16 @@ async def tail_session(
                     found = await (await conn.execute(queries.length, (key,))).fetchone()
                     if found is None:
                         raise SessionNotFound(f"no session {session_id!r}")
-                    checked = True
+                    checked = seen = True
                 while True:
                     page = await (await conn.execute(queries.tail_lines, (key, cursor, PAGE))).fetchall()
                     outage, delay = None, 0.05
+                    if woken and not page:
+                        found = await (await conn.execute(queries.length, (key,))).fetchone()
+                        if found is None and seen:
+                            raise SessionDeleted(f"session {session_id!r} was deleted while it was tailed")
+                    woken = False
+                    seen = seen or bool(page)
                     for (line,) in page:
                         (obj,) = decode_row(
                             line, cursor, lambda detail: corrupt(session_id, location, detail)
@@ -101,7 +111,7 @@ async def tail_session(
                     if len(page) < PAGE:
                         break
                 async for _ in conn.notifies(stop_after=1):
-                    pass  # any commit: read past the cursor again
+                    woken = True  # any commit (or a delete): read past the cursor again
             except psycopg.Error as error:
                 if not is_connection_error(error):
                     raise StorageError(
@@ -110,6 +120,7 @@ async def tail_session(
                 if conn is not None:
                     await conn.close()
                     conn = None
+                woken = True  # a delete may have been missed meanwhile: check after reconnecting
                 now = time.monotonic()
                 outage = outage if outage is not None else now
                 if now - outage > max_outage_s:
