@@ -24,6 +24,7 @@ LAYERS = [
     "providers",
     "compaction",
     "recovery",
+    "telemetry",  # the log as OpenTelemetry spans: reads events (and compaction's redact), below the agent
     "agent",
     "integrations",  # harness as another framework's store: each module needs its optional extra
 ]

@@ -19,7 +19,18 @@ import harness
 import harness.errors
 
 PACKAGE = Path(harness.__file__).resolve().parent
-HEAVY = ("psycopg", "psycopg_pool", "openai", "httpx", "typer", "click", "rich", "zstandard")
+HEAVY = (
+    "psycopg",
+    "psycopg_pool",
+    "openai",
+    "httpx",
+    "typer",
+    "click",
+    "rich",
+    "zstandard",
+    "opentelemetry",
+    "google.protobuf",
+)
 SUBPACKAGES = (
     "harness.events",
     "harness.messages",
@@ -32,6 +43,7 @@ SUBPACKAGES = (
     "harness.recovery",
     "harness.query",
     "harness.search",
+    "harness.telemetry",
     "harness.agent",
 )
 # the applications and test aids, not the library: not aggregated into harness

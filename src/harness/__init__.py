@@ -29,6 +29,7 @@ import harness.search as _search
 import harness.session as _session
 import harness.stores as _stores
 import harness.surface as _surface
+import harness.telemetry as _telemetry
 import harness.tools as _tools
 from harness._lazy import lazy_exports
 from harness.errors import *  # noqa: F403
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs read for the names that load on
     from harness.recovery import *  # noqa: F403
     from harness.search import *  # noqa: F403
     from harness.stores import *  # noqa: F403
+    from harness.telemetry import *  # noqa: F403
     from harness.tools import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -62,12 +64,13 @@ __all__ += _query.__all__
 __all__ += _recovery.__all__
 __all__ += _search.__all__
 __all__ += _stores.__all__
+__all__ += _telemetry.__all__
 __all__ += _tools.__all__
 
-_LAZY_PACKAGES = (_agent, _compaction, _providers, _query, _recovery, _search, _stores, _tools)
+_LAZY_PACKAGES = (_agent, _compaction, _providers, _query, _recovery, _search, _stores, _telemetry, _tools)
 
 if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
-    __all__ = list(dict.fromkeys(__all__))  # compaction and query re-export their errors
+    __all__ = list(dict.fromkeys(__all__))  # compaction, query and telemetry re-export their errors
     __getattr__, __dir__ = lazy_exports(
         __name__, globals(), {package.__name__: package.__all__ for package in _LAZY_PACKAGES}
     )

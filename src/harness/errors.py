@@ -21,6 +21,9 @@ Every error the public API raises on bad input or a refused operation is a
     │   ├── InvalidQuery          a filter, range, limit, cursor or window out of bounds, a seq
     │   │                         that is not a model request, no header in force (ValueError)
     │   └── EventNotFound         no event of the session has that seq (LookupError)
+    ├── TelemetryError            telemetry that cannot be exported as asked (``harness.telemetry``)
+    │   ├── TelemetryConfigError  an OTLP endpoint that is not http(s), a malformed header (ValueError)
+    │   └── TelemetryExportFailed the collector refused the spans or could not be reached
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -95,6 +98,9 @@ __all__ = [
     "StorageError",
     "SummaryFailed",
     "SurfaceRuleError",
+    "TelemetryConfigError",
+    "TelemetryError",
+    "TelemetryExportFailed",
     "UnsupportedFormat",
     "WriteRefused",
 ]
@@ -421,3 +427,21 @@ class SearchIndexCorrupt(SearchIndexError):
     """The full-text index is damaged, or the file where it must live is not an index.
     ``SearchIndex.rebuild()`` (``harness index --rebuild``) makes it again from the store:
     it holds nothing the store does not."""
+
+
+class TelemetryError(HarnessError):
+    """Session telemetry (``harness.telemetry``) that could not be exported as asked."""
+
+
+class TelemetryConfigError(TelemetryError, ValueError):
+    """An OTLP endpoint that is not an http(s) URL, a header that is not ``name=value``, or a
+    protocol harness does not speak. Header values are never part of the message."""
+
+
+class TelemetryExportFailed(TelemetryError):
+    """The OTLP endpoint refused the export (``.status``: the HTTP status, 0 when it could not
+    be reached). Nothing in the session changes."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -28,6 +28,7 @@ from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.cli.app import _errors, _fail, _options, app
 from harness.cli.live import LivePrinter
 from harness.cli.mcp_commands import McpConfigOption, config_path, open_hub
+from harness.cli.otel import OTEL_HELP, live_telemetry
 from harness.cli.outcome import (
     EXIT_BLOCKED,
     EXIT_CODES_HELP,
@@ -247,6 +248,7 @@ SessionOption = Annotated[
     )
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-changing tool call.")]
+OtelOption = Annotated[bool, typer.Option("--otel", help=OTEL_HELP)]
 
 @app.command(
     help="Run one task headless. World-changing tools are denied unless --yes.\n\n" + EXIT_CODES_HELP
@@ -263,6 +265,7 @@ def run(
     yes: YesOption = False,
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     mcp_config: McpConfigOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
     task = _prompt_argument(task, "the task")
@@ -284,17 +287,18 @@ def run(
             if hub is not None:
                 hub.record(session)
             approver = _approver(yes, False, console)
-            outcome = await _run_turns(
-                store,
-                session,
-                [task],
-                model=model,
-                workspace=root,
-                approver=approver,
-                console=console,
-                tools=_tools(hub),
-                effort=effort,
-            )
+            with live_telemetry(session, otel, console):
+                outcome = await _run_turns(
+                    store,
+                    session,
+                    [task],
+                    model=model,
+                    workspace=root,
+                    approver=approver,
+                    console=console,
+                    tools=_tools(hub),
+                    effort=effort,
+                )
             return session, outcome, denials(session, start)
         finally:
             await _closed(hub)
@@ -359,12 +363,14 @@ def resume(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
     mcp_config: McpConfigOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
     prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
     started: list[Session] = []
+    telemetry = ExitStack()
 
     async def main() -> tuple[Session, TurnOutcome | None, list[Denial]]:
         from harness.providers.credentials import check_credentials
@@ -375,6 +381,7 @@ def resume(
         try:
             session = await store.load(session_id)
             started.append(session)
+            telemetry.enter_context(live_telemetry(session, otel, console))  # sees the check too
             root = _workspace(workspace or session.header.cwd)
             found["repaired"] = _repair_note(session, console)
             provider = _provider()
@@ -413,6 +420,7 @@ def resume(
             )
             return session, outcome, denials(session, start)
         finally:
+            telemetry.close()
             await _closed(hub)
             await store.close()
 
@@ -615,17 +623,39 @@ def export(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     format: str = typer.Option(
-        "markdown", "--format", metavar="FORMAT", help="markdown or openai (chat-completions JSON)."
+        "markdown",
+        "--format",
+        metavar="FORMAT",
+        help="markdown, openai (chat-completions JSON) or otlp (OpenTelemetry traces, OTLP/JSON).",
     ),
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON document: session, format, message count and the export."
     ),
+    output: str | None = typer.Option(None, "--output", "-o", metavar="FILE", help="otlp: write to FILE."),
+    endpoint: str | None = typer.Option(
+        None,
+        "--endpoint",
+        metavar="URL",
+        help="otlp: post to this OTLP/HTTP endpoint (a base URL; /v1/traces is appended). Default: "
+        "OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT when no --output is given.",
+    ),
+    header: list[str] = typer.Option(
+        [], "--header", metavar="NAME=VALUE", help="otlp: an HTTP header for the endpoint (repeatable)."
+    ),
+    protocol: str | None = typer.Option(
+        None, "--protocol", metavar="PROTO", help="otlp: http/json (default) or http/protobuf."
+    ),
+    content: bool = typer.Option(
+        False, "--content", help="otlp: include message content (redacted); off by default."
+    ),
 ) -> None:
-    """Print the model-visible history of a session as Markdown or as OpenAI chat messages."""
+    """Print a session's history as Markdown or OpenAI chat messages, or its traces as OTLP."""
     from harness.cli.export import to_markdown, to_openai
 
-    if format not in ("markdown", "openai"):
-        _fail(f"--format must be markdown or openai, not {format!r}", 2)
+    if format not in ("markdown", "openai", "otlp"):
+        _fail(f"--format must be markdown, openai or otlp, not {format!r}", 2)
+    if format != "otlp" and (output or endpoint or header or protocol or content):
+        _fail("--output, --endpoint, --header, --protocol and --content go with --format otlp", 2)
 
     async def main() -> Session:
         store = SessionStore(_options(ctx).backend(reading=True))
@@ -636,16 +666,29 @@ def export(
 
     with _errors():
         session = asyncio.run(main())
-    content: Any = to_openai(session) if format == "openai" else to_markdown(session)
+        if format == "otlp":
+            from harness.cli.otel import export_otlp
+
+            export_otlp(
+                session,
+                output=output,
+                endpoint=endpoint,
+                headers=header,
+                protocol=protocol,
+                content=content,
+                as_json=as_json,
+            )
+            return
+    content_out: Any = to_openai(session) if format == "openai" else to_markdown(session)
     if as_json:
         document = {
             "session": session.id,
             "format": format,
             "messages": len(session.derive_messages()),
-            "content": content,
+            "content": content_out,
         }
         sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     elif format == "openai":
-        sys.stdout.write(json.dumps(content, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(json.dumps(content_out, ensure_ascii=False, indent=2) + "\n")
     else:
-        sys.stdout.write(content)
+        sys.stdout.write(content_out)
