@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -55,6 +56,13 @@ DEMO_COMPACTION_LAST_TRACE = [
 ]
 
 
+def post(root: Path, session_id: str, endpoint: str, header: str, *more: str) -> Any:
+    """``harness export ID --format otlp --endpoint E --header H ...``."""
+    return cli(
+        root, "export", session_id, "--format", "otlp", "--endpoint", endpoint, "--header", header, *more
+    )
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     """The demo's store and its two session ids (the run, the compaction)."""
@@ -75,18 +83,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_demo_exports_to_a_real_receiver_with_the_expected_tree(demo: tuple[Path, str, str]) -> None:
     root, run_id, compaction_id = demo
     with OtlpReceiver() as receiver:
-        result = cli(
-            root,
-            "export",
-            run_id,
-            "--format",
-            "otlp",
-            "--endpoint",
-            receiver.endpoint,
-            "--header",
-            "authorization=Bearer abc%20def",
-            "--header",
-            "x-tenant=t1",
+        result = post(
+            root, run_id, receiver.endpoint, "authorization=Bearer abc%20def", "--header", "x-tenant=t1"
         )
         assert result.exit_code == 0, result.output
         assert "exported 11 spans in 2 traces" in result.stderr
@@ -180,17 +178,7 @@ def test_a_collector_that_refuses_is_an_error_and_header_values_stay_secret(
 ) -> None:
     root, run_id, _ = demo
     with OtlpReceiver(status=401) as receiver:
-        result = cli(
-            root,
-            "export",
-            run_id,
-            "--format",
-            "otlp",
-            "--endpoint",
-            receiver.endpoint,
-            "--header",
-            "authorization=Bearer sk-very-secret-token-123456",
-        )
+        result = post(root, run_id, receiver.endpoint, "authorization=Bearer sk-very-secret-token-123456")
     assert result.exit_code == 1 and "HTTP 401" in result.stderr
     assert "sk-very-secret" not in result.output
 

@@ -59,18 +59,12 @@ class _FixedIds:
         self.span_id: int | None = None
 
     def generate_trace_id(self) -> int:
-        if self.trace_id is not None:
-            value, self.trace_id = self.trace_id, None
-            return value
-        generated: int = self.fallback.generate_trace_id()
-        return generated
+        value, self.trace_id = self.trace_id, None
+        return value if value is not None else int(self.fallback.generate_trace_id())
 
     def generate_span_id(self) -> int:
-        if self.span_id is not None:
-            value, self.span_id = self.span_id, None
-            return value
-        generated: int = self.fallback.generate_span_id()
-        return generated
+        value, self.span_id = self.span_id, None
+        return value if value is not None else int(self.fallback.generate_span_id())
 
     def is_trace_id_random(self) -> bool:
         return False
