@@ -40,6 +40,8 @@ DEMO_RUN_TREE = [
     "    chat deepseek-v4-flash",
     "    execute_tool write_file ·harness.approval.asked ·harness.approval.decided",
     "    chat deepseek-v4-flash",
+    "    execute_tool mcp__facts__line_count",
+    "    chat deepseek-v4-flash",
     "    execute_tool run_shell ·harness.approval.asked ·harness.approval.decided",
     "trace",
     "  invoke_agent harness ·harness.recovery.check",
@@ -87,7 +89,7 @@ def test_the_demo_exports_to_a_real_receiver_with_the_expected_tree(demo: tuple[
             root, run_id, receiver.endpoint, "authorization=Bearer abc%20def", "--header", "x-tenant=t1"
         )
         assert result.exit_code == 0, result.output
-        assert "exported 11 spans in 2 traces" in result.stderr
+        assert "exported 13 spans in 2 traces" in result.stderr
         (request,) = receiver.received
         assert request.path == "/v1/traces" and request.content_type == "application/json"
         assert request.headers["authorization"] == "Bearer abc def" and request.headers["x-tenant"] == "t1"
@@ -153,7 +155,7 @@ def test_exporting_twice_to_a_file_gives_the_same_bytes(demo: tuple[Path, str, s
     assert stdout.exit_code == 0 and json.loads(stdout.stdout) == json.loads(first.read_text())
     summary = cli(root, "export", run_id, "--format", "otlp", "--json")
     document = json.loads(summary.stdout)
-    assert (document["spans"], document["traces"], document["sent"]) == (11, 2, [])
+    assert (document["spans"], document["traces"], document["sent"]) == (13, 2, [])
 
 
 @pytest.mark.parametrize(
