@@ -46,6 +46,7 @@ Every error the public API raises on bad input or a refused operation is a
         ├── UnsupportedFormat     a foreign format version or an unknown event type
         ├── PersistenceFailed     a write or fsync failed; the batch stays queued
         │   └── OutcomeUnknown    a failed fsync or rollback: the batch may or may not be stored
+        ├── UnsafeStorage         a store file or folder others can reach, or a symbolic link
         ├── LeaseHeld             another owner holds an unexpired lease on the session
         ├── LeaseLost             this writer's lease expired or was taken over; nothing written
         └── SearchIndexError      a store's full-text index cannot be read or written
@@ -101,6 +102,7 @@ __all__ = [
     "TelemetryConfigError",
     "TelemetryError",
     "TelemetryExportFailed",
+    "UnsafeStorage",
     "UnsupportedFormat",
     "WriteRefused",
 ]
@@ -307,6 +309,11 @@ class SessionHasForks(StorageError):
     def __init__(self, message: str, *, forks: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.forks = forks
+
+
+class UnsafeStorage(StorageError):
+    """A store refused its location: a file or folder another user owns or may reach (group or
+    world permission bits), a symbolic link, or not a regular file (the dsh SQLite rules)."""
 
 
 class LeaseHeld(WriteRefused):

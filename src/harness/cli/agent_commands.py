@@ -621,7 +621,7 @@ async def _chat_compact(
 @app.command()
 def export(
     ctx: typer.Context,
-    session_id: str = typer.Argument(..., metavar="ID"),
+    session_ids: list[str] = typer.Argument(None, metavar="[ID]...", show_default=False),
     format: str = typer.Option(
         "markdown",
         "--format",
@@ -648,10 +648,41 @@ def export(
     content: bool = typer.Option(
         False, "--content", help="otlp: include message content (redacted); off by default."
     ),
+    to: str | None = typer.Option(
+        None,
+        "--to",
+        metavar="SPEC",
+        help="Copy the sessions (all when no ID is given) into this store instead: DIR or jsonl:DIR, "
+        "sqlite:FILE or postgresql://URL. The events are copied unchanged.",
+    ),
+    layout: str = typer.Option(
+        "harness",
+        "--layout",
+        metavar="harness|dsh",
+        help="With --to sqlite:FILE for a new file: harness's own layout or DeepSeek Harness's (schema 17). "
+        "An existing file keeps its layout.",
+    ),
+    to_compression: str | None = typer.Option(
+        None,
+        "--to-compression",
+        metavar="zstd|none",
+        help="With --to DIR: the encoding of the logs written (default: what the root uses; zstd if new).",
+    ),
 ) -> None:
-    """Print a session's history as Markdown or OpenAI chat messages, or its traces as OTLP."""
+    """Print a session's history (Markdown, OpenAI messages, OTLP traces), or copy sessions.
+
+    With --to the sessions (all when no ID is given) are copied into a JSONL root, either
+    SQLite layout (harness's or DeepSeek Harness's, --layout) or PostgreSQL, events unchanged."""
     from harness.cli.export import to_markdown, to_openai
 
+    if to is not None:
+        from harness.cli.convert import export_to
+
+        export_to(ctx, session_ids or [], to, layout, to_compression, as_json)
+        return
+    if not session_ids or len(session_ids) != 1:
+        _fail("export prints one session: give its ID (or --to SPEC to copy sessions)", 2)
+    session_id = session_ids[0]
     if format not in ("markdown", "openai", "otlp"):
         _fail(f"--format must be markdown, openai or otlp, not {format!r}", 2)
     if format != "otlp" and (output or endpoint or header or protocol or content):

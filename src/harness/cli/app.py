@@ -86,9 +86,9 @@ class _Options:
 
             return PostgresBackend(self.db, schema=self.db_schema)
         if self.sqlite:
-            from harness.stores.sqlite import SqliteBackend
+            from harness.stores.dsh_sqlite import open_sqlite_backend
 
-            return SqliteBackend(self.sqlite)
+            return open_sqlite_backend(self.sqlite)  # a dsh database is told by its application id
         from harness.stores.jsonl.backend import JsonlBackend
         from harness.stores.jsonl.paths import Compression, root_compression
 

@@ -239,12 +239,13 @@ def _hit(candidate: Candidate, needle: TextNeedle) -> SearchHit:
 
 def sidecar_path(backend: Backend) -> str | None:
     """Where the sidecar index of ``backend`` lives, ``None`` for a database-held index."""
+    from harness.stores.dsh_sqlite import DshSqliteBackend
     from harness.stores.jsonl.backend import JsonlBackend
     from harness.stores.sqlite import SqliteBackend
 
     if isinstance(backend, JsonlBackend):
         return os.path.join(os.path.abspath(backend.root), INDEX_SIDECAR)
-    if isinstance(backend, SqliteBackend):
+    if isinstance(backend, SqliteBackend | DshSqliteBackend):
         return str(backend.path) + INDEX_SIDECAR
     return None
 

@@ -2,8 +2,10 @@
 
 The store API is async: ``await store.create()``, ``await store.load(id)``, ``await
 store.flush(session)``. Backends: ``JsonlBackend`` (DeepSeek Harness's files, plain or zstd),
-``SqliteBackend``, ``PostgresBackend`` (fenced leases, live tail; imports ``psycopg``) and
-``MemoryBackend``. ``read_session_file`` reads one JSONL session file without a store.
+``SqliteBackend``, ``DshSqliteBackend`` (dsh's own SQLite databases, schema 17),
+``PostgresBackend`` (fenced leases, live tail; imports ``psycopg``) and ``MemoryBackend``.
+``read_session_file`` reads one JSONL session file without a store; ``copy_sessions`` copies
+sessions between backends; ``open_sqlite_backend`` opens either SQLite layout.
 
 Every name is imported on first use, so ``import harness.stores`` loads no backend.
 """
@@ -16,6 +18,7 @@ from harness._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from harness.stores.backend import Backend, ReadProgress, SessionInfo, StoredLog, TornTail, WireStream
+    from harness.stores.dsh_sqlite import DshSqliteBackend, open_sqlite_backend
     from harness.stores.jsonl import (
         JsonlBackend,
         decode_segment,
@@ -30,10 +33,13 @@ if TYPE_CHECKING:
     from harness.stores.postgres import PostgresBackend
     from harness.stores.sqlite import SqliteBackend
     from harness.stores.store import Progress, SessionStore
+    from harness.stores.transfer import CopiedSession, copy_sessions
 
 __all__ = [
     "Backend",
     "Compression",
+    "CopiedSession",
+    "DshSqliteBackend",
     "JsonlBackend",
     "Lease",
     "LeasingBackend",
@@ -48,8 +54,10 @@ __all__ = [
     "TailingBackend",
     "TornTail",
     "WireStream",
+    "copy_sessions",
     "decode_segment",
     "encode_segment",
+    "open_sqlite_backend",
     "project_key",
     "read_session_file",
     "root_compression",
@@ -64,6 +72,7 @@ _EXPORTS = {
         "TornTail",
         "WireStream",
     ),
+    "harness.stores.dsh_sqlite": ("DshSqliteBackend", "open_sqlite_backend"),
     "harness.stores.jsonl": (
         "JsonlBackend",
         "decode_segment",
@@ -78,6 +87,7 @@ _EXPORTS = {
     "harness.stores.postgres": ("PostgresBackend",),
     "harness.stores.sqlite": ("SqliteBackend",),
     "harness.stores.store": ("Progress", "SessionStore"),
+    "harness.stores.transfer": ("CopiedSession", "copy_sessions"),
 }
 
 if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)

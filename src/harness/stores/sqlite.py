@@ -69,7 +69,7 @@ Decisions:
   ``SessionInfo.location`` is the database path.
 * **Schema versions.** A newer ``user_version`` is refused (``UnsupportedFormat``)
   before anything is written, as is a file with another ``application_id`` (dsh's
-  own SQLite store included: export it to JSONL) or a non-empty database that is
+  own SQLite store included: ``DshSqliteBackend`` reads those) or a non-empty database that is
   not ours. Older versions are migrated in order, all steps in one ``BEGIN
   IMMEDIATE`` transaction (``_MIGRATIONS[v]`` takes version ``v`` to ``v + 1``; an
   empty file is version 0, so creating the schema is the first migration); a
@@ -116,9 +116,9 @@ from harness.stores.backend import (
     WireStream,
     check_batch,
 )
+from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.ids import check_session_id
 from harness.stores.rows import decode_row, header_from_text, row_events, title_from_line, title_seq
-from harness.stores.worker import BlockingWorkers
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -233,7 +233,7 @@ def _sql_optional(value: str | None) -> _Key | None:
     return None if value is None else _sql_text(value)
 
 
-class SqliteBackend:
+class SqliteBackend(ThreadedDatabase):
     """Sessions in one SQLite database file. See the module docs for the design."""
 
     def __init__(
@@ -243,37 +243,9 @@ class SqliteBackend:
         self._pack = pack_chunks
         self._busy_timeout = busy_timeout
         self._pending: dict[str, SessionHeader] = {}
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._worker = BlockingWorkers("harness-sqlite", threads=1, idle_s=None)
-        try:
-            self._worker.call(self._open)
-        except BaseException:
-            self._worker.close()
-            self._closed = True
-            raise
-
-    @property
-    def path(self) -> Path:
-        """The database file."""
-        return self._path
-
-    def __repr__(self) -> str:
-        return f"SqliteBackend({str(self._path)!r})"
+        self._start("harness-sqlite")
 
     # -- plumbing -------------------------------------------------------------
-
-    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
-        if self._closed:
-            raise StorageError(f"{self!r} is closed")
-        return await self._worker.run(fn, *args)
-
-    @property
-    def _db(self) -> sqlite3.Connection:
-        conn = self._conn
-        if conn is None:
-            raise StorageError(f"{self!r} is closed")
-        return conn
 
     def _open(self) -> None:
         path = self._path
@@ -348,8 +320,8 @@ class SqliteBackend:
                 conn.execute("COMMIT")
         if app_id == DSH_APPLICATION_ID:
             raise UnsupportedFormat(
-                f"{path} is a DeepSeek Harness (dsh) SQLite store, which this harness does not read; "
-                "export its sessions to JSONL"
+                f"{path} is a DeepSeek Harness (dsh) SQLite store: open it with DshSqliteBackend "
+                "(the CLI's --store sqlite:FILE does so by itself)"
             )
         if app_id == 0 and version == 0:
             if tables:
@@ -688,20 +660,3 @@ class SqliteBackend:
             ) from error
         if self._pending.pop(session_id, None) is None and not found:
             raise SessionNotFound(f"no session {session_id!r}")
-
-    # -- close --------------------------------------------------------------------
-
-    async def close(self) -> None:
-        """Close the connection and stop the worker thread. Later calls raise ``StorageError``."""
-        if self._closed:
-            return
-        try:
-            await self._worker.run(self._close)
-        finally:
-            self._closed = True
-            self._worker.close()
-
-    def _close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
