@@ -1,6 +1,7 @@
 """The writer process of the fault runs: ``python -m tests.stores.faults.writer BACKEND ROOT TURNS``.
 
-It creates one session in a store on ``BACKEND`` (``jsonl-none``, ``jsonl-zstd``, ``sqlite``)
+It creates one session in a store on ``BACKEND`` (``jsonl-none``, ``jsonl-zstd``, ``sqlite``,
+``dsh-sqlite``)
 under ``ROOT`` with a write window too long to fire, so only its explicit flushes write;
 then, with ``HFAULT_ARM`` set, writes those rules to the shim's control file (so they count
 calls from here on, not the backend's opening),
@@ -40,6 +41,10 @@ def make_backend(kind: str, root: Path) -> Backend:
         from harness.stores.sqlite import SqliteBackend
 
         return SqliteBackend(root / "sessions.db")
+    if kind == "dsh-sqlite":
+        from harness.stores.dsh_sqlite import DshSqliteBackend
+
+        return DshSqliteBackend(root / "sessions.sqlite")
     raise ValueError(f"unknown backend {kind!r}")
 
 

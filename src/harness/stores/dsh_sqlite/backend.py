@@ -32,6 +32,7 @@ One connection on one worker thread per backend, as ``SqliteBackend``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from harness.errors import (
     CorruptSession,
     InvalidHeader,
     InvalidSessionId,
+    OutcomeUnknown,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -351,27 +353,34 @@ class DshSqliteBackend(ThreadedDatabase):
         self, what: str, session_id: str, key: str, body: Callable[[sqlite3.Connection], None]
     ) -> None:
         """One ``BEGIN IMMEDIATE`` transaction: the identity checked again, ``body``, the
-        session's revision up by one, commit. A failure before the commit wrote nothing; a
-        failed commit (an fsync error) may or may not have written: the caller's retry finds
-        out through the tail check."""
+        session's revision up by one, commit. A failure before the commit wrote nothing
+        (``PersistenceFailed``); a failed commit (an fsync error, a full disk) may have
+        written the rows (``OutcomeUnknown``): the store's next attempt learns from the tail
+        what is stored, as with ``SqliteBackend``."""
         conn = self._db
-        committing = False
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 check_identity_for_write(conn, str(self._path))
                 body(conn)
                 conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (key,))
-                committing = True
-                conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            outcome = "whether it was written is unknown" if committing else "nothing written"
             raise PersistenceFailed(
-                f"{what} session {session_id!r} in {self._path} failed, {outcome}: {error}"
+                f"{what} session {session_id!r} in {self._path} failed, nothing written: {error}"
+            ) from error
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            raise OutcomeUnknown(
+                f"{what} session {session_id!r} in {self._path}: the commit failed ({error}); "
+                "outcome unknown: the next attempt reads what is stored first"
             ) from error
 
     async def stored_length(self, session_id: str) -> int:
