@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import CorruptSession, SessionConflict, UnsafeStorage, UnsupportedFormat
+from harness.errors import CorruptSession, SessionConflict, SessionNotFound, UnsafeStorage, UnsupportedFormat
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.stores.backend import StoredLog, TornTail
@@ -491,3 +491,63 @@ def test_json_column_text_is_compact(db: Path) -> None:
     with raw(db) as conn:
         (data,) = conn.execute("SELECT data FROM events WHERE seq = 2").fetchone()
     assert data == json.dumps({"turn": 1, "reason": {"kind": "completed"}}, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ("PRAGMA application_id = 7", "application id changed before mutation"),
+        ("PRAGMA user_version = 18", "schema changed before mutation"),
+        ("CREATE INDEX sneaky ON events(type)", "required schema objects"),
+    ],
+)
+def test_an_append_checks_the_identity_again_under_the_write_lock(db: Path, change: str, match: str) -> None:
+    """Another program may change the file after it was opened: each write transaction checks
+    the application id, the schema objects and the version again before writing."""
+
+    async def go() -> None:
+        backend = DshSqliteBackend(db)
+        try:
+            await backend.create(header())
+            await backend.append("s1", [chunk(0)])
+            with raw(db) as conn:
+                conn.execute(change)
+            with pytest.raises(UnsupportedFormat, match=match):
+                await backend.append("s1", [chunk(1)])
+            assert len(rows(db)) == 1 and revision(db) == 1
+        finally:
+            await backend.close()
+
+    run(go())
+
+
+def test_delete_removes_the_rows_and_the_reservation_and_refuses_the_unknown(db: Path) -> None:
+    async def go() -> None:
+        backend = DshSqliteBackend(db)
+        try:
+            await backend.create(header("kept"))
+            await backend.append("kept", turn(0))
+            await backend.create(header())
+            await backend.append("s1", [chunk(0), chunk(1), chunk(2)])
+            await backend.delete("s1")
+            with pytest.raises(SessionNotFound):
+                await backend.stored_length("s1")
+            with pytest.raises(SessionNotFound):
+                await backend.delete("s1")
+            await backend.create(header("reserved"))
+            await backend.delete("reserved")  # a reservation only
+            with pytest.raises(SessionNotFound):
+                await backend.append("reserved", [chunk(0)])
+            assert [info.id for info in await backend.list()] == ["kept"]
+            await backend.create(header())  # the id is free again
+            await backend.append("s1", [chunk(0)])
+            assert await backend.stored_length("s1") == 1
+        finally:
+            await backend.close()
+
+    run(go())
+    with raw(db) as conn:
+        assert conn.execute("SELECT session_id, count(*) FROM events GROUP BY 1 ORDER BY 1").fetchall() == [
+            ("kept", 3),
+            ("s1", 1),
+        ]

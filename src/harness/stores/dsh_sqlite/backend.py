@@ -383,6 +383,45 @@ class DshSqliteBackend(ThreadedDatabase):
                 "outcome unknown: the next attempt reads what is stored first"
             ) from error
 
+    async def delete(self, session_id: str) -> None:
+        """Remove the session for good: its rows and session row in one ``BEGIN IMMEDIATE``
+        transaction (identity re-checked; ``secure_delete`` on, so the bytes are overwritten),
+        and any reservation here. ``SessionNotFound`` when nothing is stored or reserved. dsh
+        itself never deletes; the schema's ``ON DELETE CASCADE`` is what a deleter relies on."""
+        key = _key(session_id)
+        await self._run(self._delete, session_id, key)
+
+    def _delete(self, session_id: str, key: str) -> None:
+        conn = self._db
+        found = False
+        try:
+            conn.execute("PRAGMA secure_delete = ON")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                check_identity_for_write(conn, str(self._path))
+                conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
+                found = conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise PersistenceFailed(
+                f"deleting session {session_id!r} from {self._path} failed, nothing deleted: {error}"
+            ) from error
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            raise OutcomeUnknown(
+                f"deleting session {session_id!r} from {self._path}: the commit failed ({error}); "
+                "outcome unknown"
+            ) from error
+        if self._pending.pop(session_id, None) is None and not found:
+            raise SessionNotFound(f"no session {session_id!r}")
+
     async def stored_length(self, session_id: str) -> int:
         """The committed event count (0 for a created, never-appended session)."""
         key = _key(session_id)
