@@ -471,11 +471,11 @@ class DshSqliteBackend(ThreadedDatabase):
             session_id = text_of(row[0]) or bytes(row[0]).decode("utf-8", "replace")
             problem: str | None = None
             created_at = row[2] if type(row[2]) is int else None
-            cwd = text_of(row[3])
+            cwd, parent = text_of(row[3]), text_of(row[4])
             length, last, title = 0, None, None
             try:
                 header = self._header(session_id, row)
-                created_at, cwd = header.created_at, header.cwd
+                created_at, cwd, parent = header.created_at, header.cwd, header.parent_session
             except StorageError as error:
                 problem = str(error)
             try:
@@ -494,6 +494,7 @@ class DshSqliteBackend(ThreadedDatabase):
                     title=title,
                     location=location,
                     problem=problem,
+                    parent=parent,
                 )
             )
         return out
