@@ -20,6 +20,7 @@ A malformed event never raises here: what cannot be read is skipped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ from harness.telemetry.records import (
 __all__ = ["Projector", "project_session", "spans_by_trace"]
 
 _MS = 1_000_000
+_TELLING_CHUNK = re.compile(rb'"type"\s*:\s*"(?:usage|finish)"')
+"""The chunks whose content the projection reads (usage, finish); the others are not decoded."""
 _REPAIR_CODES = frozenset({"TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"})
 _FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 _CONTENT_FINISH = {"stop": "stop", "tool-calls": "tool_call", "max-tokens": "length"}
@@ -191,6 +194,10 @@ class Projector:
         self._last_ms = max(self._last_ms, event.time)
         handler = _HANDLERS.get(event.type)
         if handler is None:
+            return []
+        if handler is Projector._chunk and not _TELLING_CHUNK.search(event.data_json):
+            if self._attempt is None:  # a delta or a block bound: it only says a request is under way
+                self._open_chat(event)
             return []
         try:
             data = event.data
