@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from typer.testing import CliRunner
 
+from harness.cli import app
 from harness.demos.agent import DEMO_KEY, run_agent_demo
 from harness.stores.jsonl.reader import read_session_file
 from harness.telemetry import project_session
@@ -192,8 +194,9 @@ def test_otlp_options_need_the_otlp_format(demo: tuple[Path, str, str]) -> None:
     assert cli(root, "export", run_id, "--format", "yaml").exit_code == 2
 
 
-def test_run_with_otel_emits_the_turn_live_to_the_collector(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_run_and_chat_with_otel_emit_the_turn_live_to_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -206,11 +209,18 @@ def test_run_with_otel_emits_the_turn_live_to_the_collector(
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=agents")
-        result = cli(tmp_path / "sessions", "run", "read the notes", "-w", str(workspace), "--otel", "--json")
+        if command == "run":
+            result = cli(tmp_path / "sessions", "run", "read the notes", "-w", str(workspace), "--otel")
+        else:
+            result = CliRunner().invoke(
+                app,
+                ["--root", str(tmp_path / "sessions"), "chat", "-w", str(workspace), "--otel"],
+                input="read the notes\n/exit\n",
+                catch_exceptions=False,
+            )
         assert result.exit_code == 0, result.output
         received = receiver.spans()
         headers = receiver.received[0].headers
-    session_id = json.loads(result.stdout.strip().splitlines()[-1])["session"]
     assert headers["x-team"] == "agents"
     assert tree(received) == [
         "trace",
@@ -221,5 +231,4 @@ def test_run_with_otel_emits_the_turn_live_to_the_collector(
     ]
     (log,) = (tmp_path / "sessions").rglob("session.jsonl*")
     stored = read_session_file(str(log))
-    assert stored.id == session_id
     assert {s.span_id for s in received} == {s.span_id for s in project_session(stored.id, stored.events)}

@@ -516,6 +516,7 @@ def chat(
     session_id: SessionOption = None,
     yes: YesOption = False,
     mcp_config: McpConfigOption = None,
+    otel: OtelOption = False,
 ) -> None:
     """Talk with the agent in a terminal; /help lists the chat commands.
 
@@ -527,8 +528,10 @@ def chat(
         store = SessionStore(_options(ctx).backend())
         stopped = False
         hub = None
+        telemetry = ExitStack()
         try:
             session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
+            telemetry.enter_context(live_telemetry(session, otel, console))
             hub = await _hub(mcp_config, root, session, console)
             if hub is not None:
                 hub.record(session)
@@ -579,6 +582,7 @@ def chat(
                         break
             return session, stopped
         finally:
+            telemetry.close()
             await _closed(hub)
             await store.close()
 
