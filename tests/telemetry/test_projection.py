@@ -4,8 +4,10 @@ no secret ever."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shutil
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +17,9 @@ import pytest
 
 import harness
 from harness.events.event import Event, Replace
+from harness.stores.dsh_sqlite.backend import DshSqliteBackend
 from harness.stores.jsonl.reader import read_session_file
+from harness.stores.store import SessionStore
 from harness.telemetry import (
     SEMCONV_VERSION,
     Projector,
@@ -45,8 +49,43 @@ def test_the_fixtures_are_there() -> None:
 @pytest.mark.parametrize("name", FIXTURE_FILES)
 def test_every_dsh_fixture_projects_to_a_well_formed_tree(name: str) -> None:
     session = load(name)
+    check_tree(session, project_session(session.id, session.events))
+
+
+SQLITE_FILES = sorted(p.name for p in (FIXTURES.parent / "dsh-sqlite").glob("*.sqlite"))
+
+
+@pytest.mark.parametrize("name", SQLITE_FILES)
+def test_every_dsh_sqlite_fixture_projects_as_its_jsonl_twin(name: str, tmp_path: Path) -> None:
+    """dsh's SQLite stores (read by DshSqliteBackend) hold the same sessions as the JSONL
+    fixtures: each projects to a well-formed tree, span for span the same as its twin's."""
+    copy = tmp_path / name
+    shutil.copyfile(FIXTURES.parent / "dsh-sqlite" / name, copy)
+    copy.chmod(0o600)  # the backend refuses a database others can read
+
+    async def sessions() -> list[harness.Session]:
+        store = SessionStore(DshSqliteBackend(copy))
+        try:
+            return [await store.inspect(info.id) for info in await store.list()]
+        finally:
+            await store.close()
+
+    twins: dict[str, list[list[SpanRecord]]] = {}
+    for file in FIXTURE_FILES:
+        twin = load(file)
+        twins.setdefault(twin.id, []).append(project_session(twin.id, twin.events))
+    found = asyncio.run(sessions())
+    assert found
+    for session in found:
+        spans = project_session(session.id, session.events)
+        check_tree(session, spans)
+        if session.id in twins:
+            assert spans in twins[session.id]
+
+
+def check_tree(session: harness.Session, spans: list[SpanRecord]) -> None:
+    """The invariants every projection keeps (see the test above)."""
     events = list(session.events)
-    spans = project_session(session.id, events)
     ids = by_id(spans)
     assert len(ids) == len(spans), "span ids are unique"
     turns = [e for e in events if e.type == "turn/start"]
