@@ -25,6 +25,7 @@ import harness
 from harness.events.json import loads
 from harness.stores.backend import Backend
 from harness.stores.store import SessionStore
+from tests.stores.faults.counts import COUNTS
 
 KILLS = int(os.environ.get("HARNESS_CRASH_KILLS", "100"))
 SESSION_ID = "crash-loop"
@@ -228,6 +229,7 @@ def test_kill9_never_loses_a_flushed_event_nor_rewrites_one(
     exists = False
     for kill in range(kills):
         flushed = run_and_kill(make, tmp_path, not exists, rng)
+        COUNTS["kills"] += 1
         try:
             restored = asyncio.run(inspect(make, tmp_path))
         except harness.errors.SessionNotFound:

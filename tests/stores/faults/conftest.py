@@ -1,4 +1,5 @@
-"""Fixtures of the fault suite: the shim, built once per run."""
+"""Fixtures of the fault suite: the shim, built once per run; a private PostgreSQL cluster,
+started once per run (only when a test asks for it) and removed at the end."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.stores.faults.private_pg import PrivateServer
 from tests.stores.faults.shim import Shim, build
 
 
@@ -21,3 +23,13 @@ def shim(shim_library: Path, tmp_path: Path) -> Iterator[Shim]:
     data = tmp_path / "data"
     data.mkdir()
     yield Shim(shim_library, data, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def private_pg() -> Iterator[PrivateServer]:
+    cluster = PrivateServer()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()

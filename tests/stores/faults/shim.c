@@ -234,110 +234,31 @@ static int decide_path(int op, int dirfd, const char *path, struct rule *out) {
     static __typeof__(&name) real_##name; \
     if (real_##name == NULL) real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
-int fsync(int fd) {
-    REAL(fsync);
-    struct rule r;
-    if (!decide_fd(OP_FSYNC, fd, &r)) return real_fsync(fd);
-    if (r.after) real_fsync(fd);
-    errno = r.err;
-    return -1;
-}
+/* A wrapper: the real call unless a rule names this one; with "after", the real call first. */
+#define WRAP(ret, name, params, args, decision)            \
+    ret name params {                                      \
+        REAL(name);                                        \
+        struct rule r;                                     \
+        if (!(decision)) return real_##name args;          \
+        if (r.after) real_##name args;                     \
+        errno = r.err;                                     \
+        return -1;                                         \
+    }
 
-int fdatasync(int fd) {
-    REAL(fdatasync);
-    struct rule r;
-    if (!decide_fd(OP_FDATASYNC, fd, &r)) return real_fdatasync(fd);
-    if (r.after) real_fdatasync(fd);
-    errno = r.err;
-    return -1;
-}
-
-int ftruncate(int fd, off_t length) {
-    REAL(ftruncate);
-    struct rule r;
-    if (!decide_fd(OP_FTRUNCATE, fd, &r)) return real_ftruncate(fd, length);
-    if (r.after) real_ftruncate(fd, length);
-    errno = r.err;
-    return -1;
-}
-
-int ftruncate64(int fd, off_t length) {
-    REAL(ftruncate64);
-    struct rule r;
-    if (!decide_fd(OP_FTRUNCATE, fd, &r)) return real_ftruncate64(fd, length);
-    if (r.after) real_ftruncate64(fd, length);
-    errno = r.err;
-    return -1;
-}
-
-ssize_t write(int fd, const void *buf, size_t count) {
-    REAL(write);
-    struct rule r;
-    if (!decide_fd(OP_WRITE, fd, &r)) return real_write(fd, buf, count);
-    if (r.after) real_write(fd, buf, count);
-    errno = r.err;
-    return -1;
-}
-
-ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
-    REAL(pwrite);
-    struct rule r;
-    if (!decide_fd(OP_PWRITE, fd, &r)) return real_pwrite(fd, buf, count, offset);
-    if (r.after) real_pwrite(fd, buf, count, offset);
-    errno = r.err;
-    return -1;
-}
-
-ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
-    REAL(pwrite64);
-    struct rule r;
-    if (!decide_fd(OP_PWRITE, fd, &r)) return real_pwrite64(fd, buf, count, offset);
-    if (r.after) real_pwrite64(fd, buf, count, offset);
-    errno = r.err;
-    return -1;
-}
-
-int rename(const char *from, const char *to) {
-    REAL(rename);
-    struct rule r;
-    if (!decide_path(OP_RENAME, AT_FDCWD, to, &r)) return real_rename(from, to);
-    if (r.after) real_rename(from, to);
-    errno = r.err;
-    return -1;
-}
-
-int renameat(int fromfd, const char *from, int tofd, const char *to) {
-    REAL(renameat);
-    struct rule r;
-    if (!decide_path(OP_RENAME, tofd, to, &r)) return real_renameat(fromfd, from, tofd, to);
-    if (r.after) real_renameat(fromfd, from, tofd, to);
-    errno = r.err;
-    return -1;
-}
-
-int renameat2(int fromfd, const char *from, int tofd, const char *to, unsigned int flags) {
-    REAL(renameat2);
-    struct rule r;
-    if (!decide_path(OP_RENAME, tofd, to, &r)) return real_renameat2(fromfd, from, tofd, to, flags);
-    if (r.after) real_renameat2(fromfd, from, tofd, to, flags);
-    errno = r.err;
-    return -1;
-}
-
-int link(const char *from, const char *to) {
-    REAL(link);
-    struct rule r;
-    if (!decide_path(OP_LINK, AT_FDCWD, to, &r)) return real_link(from, to);
-    if (r.after) real_link(from, to);
-    errno = r.err;
-    return -1;
-}
-
-int linkat(int fromfd, const char *from, int tofd, const char *to, int flags) {
-    REAL(linkat);
-    struct rule r;
-    if (!decide_path(OP_LINK, tofd, to, &r)) return real_linkat(fromfd, from, tofd, to, flags);
-    if (r.after) real_linkat(fromfd, from, tofd, to, flags);
-    errno = r.err;
-    return -1;
-}
+WRAP(int, fsync, (int fd), (fd), decide_fd(OP_FSYNC, fd, &r))
+WRAP(int, fdatasync, (int fd), (fd), decide_fd(OP_FDATASYNC, fd, &r))
+WRAP(int, ftruncate, (int fd, off_t length), (fd, length), decide_fd(OP_FTRUNCATE, fd, &r))
+WRAP(int, ftruncate64, (int fd, off_t length), (fd, length), decide_fd(OP_FTRUNCATE, fd, &r))
+WRAP(ssize_t, write, (int fd, const void *buf, size_t count), (fd, buf, count), decide_fd(OP_WRITE, fd, &r))
+WRAP(ssize_t, pwrite, (int fd, const void *buf, size_t count, off_t offset), (fd, buf, count, offset),
+     decide_fd(OP_PWRITE, fd, &r))
+WRAP(ssize_t, pwrite64, (int fd, const void *buf, size_t count, off_t offset), (fd, buf, count, offset),
+     decide_fd(OP_PWRITE, fd, &r))
+WRAP(int, rename, (const char *from, const char *to), (from, to), decide_path(OP_RENAME, AT_FDCWD, to, &r))
+WRAP(int, renameat, (int fromfd, const char *from, int tofd, const char *to), (fromfd, from, tofd, to),
+     decide_path(OP_RENAME, tofd, to, &r))
+WRAP(int, renameat2, (int fromfd, const char *from, int tofd, const char *to, unsigned int flags),
+     (fromfd, from, tofd, to, flags), decide_path(OP_RENAME, tofd, to, &r))
+WRAP(int, link, (const char *from, const char *to), (from, to), decide_path(OP_LINK, AT_FDCWD, to, &r))
+WRAP(int, linkat, (int fromfd, const char *from, int tofd, const char *to, int flags),
+     (fromfd, from, tofd, to, flags), decide_path(OP_LINK, tofd, to, &r))

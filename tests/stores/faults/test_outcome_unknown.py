@@ -32,19 +32,11 @@ from harness.stores.jsonl.paths import Compression
 from harness.stores.store import SessionStore
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.shim import Shim
-from tests.stores.faults.writer import SESSION_ID, make_backend, turn_events
+from tests.stores.faults.writer import SESSION_ID, append_turn, make_backend, turn_events
 from tests.stores.helpers import run
 
 REPO = Path(__file__).resolve().parents[3]
 MODES: tuple[Compression, ...] = ("none", "zstd")
-
-
-def append_turn(session: harness.Session, turn: int) -> None:
-    for event_type, data, op in turn_events(turn):
-        if op is None:
-            session.append(event_type, data)
-        else:
-            session.append(event_type, data, surface_op=op)  # type: ignore[arg-type]
 
 
 def stored_once(backend_events: list[dict[str, object]], session: harness.Session) -> None:

@@ -70,6 +70,15 @@ def turn_events(turn: int) -> list[tuple[str, Any, str | None]]:
     ]
 
 
+def append_turn(session: harness.Session, turn: int) -> None:
+    """Append the events of ``turn_events(turn)`` to ``session``."""
+    for event_type, data, op in turn_events(turn):
+        if op is None:
+            session.append(event_type, data)
+        else:
+            session.append(event_type, data, surface_op=op)  # type: ignore[arg-type]
+
+
 def say(line: str) -> None:
     os.write(1, (line.replace("\n", " ") + "\n").encode())
 
@@ -84,11 +93,7 @@ async def main(kind: str, root: Path, turns: int) -> None:
         os.replace(control.with_suffix(".arming"), control)
     durable = 0
     for turn in range(1, turns + 1):
-        for event_type, data, op in turn_events(turn):
-            if op is None:
-                session.append(event_type, data)
-            else:
-                session.append(event_type, data, surface_op=op)  # type: ignore[arg-type]
+        append_turn(session, turn)
         say(f"appended {len(session.events)}")
         try:
             await store.flush(session)

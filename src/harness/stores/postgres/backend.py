@@ -83,6 +83,7 @@ from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
 from harness.stores.postgres.errors import is_connection_error, translate
 from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
+from harness.stores.postgres.poollog import one_line, route_pool_logs
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
 from harness.stores.rows import row_events, title_from_line
@@ -202,7 +203,7 @@ class PostgresBackend:
                     self._dsn, autocommit=True, **self._connect_kwargs
                 )
             except psycopg.Error as error:
-                reason = scrub(str(error).strip(), self._dsn)
+                reason = one_line(scrub(str(error).strip(), self._dsn))
                 failure = PersistenceFailed if write else StorageError
                 raise failure(f"cannot connect to PostgreSQL at {where(self._dsn)}: {reason}") from error
             try:
@@ -227,6 +228,7 @@ class PostgresBackend:
                 configure=configure,
                 open=False,
             )
+            route_pool_logs()
             try:
                 await pool.open(wait=True, timeout=self._timeout)
             except Exception as error:

@@ -22,6 +22,7 @@ from harness.errors import (
 )
 from harness.stores.postgres.codec import from_db_text
 from harness.stores.postgres.conninfo import scrub
+from harness.stores.postgres.poollog import one_line
 
 __all__ = ["CONFLICT", "LEASE_HELD", "LEASE_LOST", "NOT_FOUND", "is_connection_error", "translate"]
 
@@ -90,7 +91,8 @@ def translate(
                 owner=owner,
                 expires_at=_int(diag.message_hint),
             )
-    text = scrub(str(error).strip() or type(error).__name__, dsn)
+    # PostgreSQL's CONTEXT lines (the statement, the PL/pgSQL line) are folded into one line.
+    text = one_line(scrub(str(error).strip() or type(error).__name__, dsn))
     if isinstance(error, PoolTimeout):
         text = f"no database connection available ({text})"
     if write:

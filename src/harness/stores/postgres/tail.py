@@ -35,6 +35,7 @@ from harness.events.event import Event
 from harness.stores.postgres.codec import corrupt, db_text, event_from_wire, notify_channel
 from harness.stores.postgres.conninfo import scrub, where
 from harness.stores.postgres.errors import is_connection_error
+from harness.stores.postgres.poollog import one_line
 from harness.stores.postgres.queries import Queries
 from harness.stores.rows import decode_row
 
@@ -115,7 +116,7 @@ async def tail_session(
             except psycopg.Error as error:
                 if not is_connection_error(error):
                     raise StorageError(
-                        f"tailing session {session_id!r} failed: {scrub(str(error), dsn)}"
+                        f"tailing session {session_id!r} failed: {one_line(scrub(str(error), dsn))}"
                     ) from error
                 if conn is not None:
                     await conn.close()
@@ -126,10 +127,12 @@ async def tail_session(
                 if now - outage > max_outage_s:
                     raise StorageError(
                         f"tailing session {session_id!r}: the database at {where(dsn)} has been "
-                        f"unreachable for {max_outage_s:.0f} s: {scrub(str(error), dsn)}"
+                        f"unreachable for {max_outage_s:.0f} s: {one_line(scrub(str(error), dsn))}"
                     ) from error
                 log.info(
-                    "session %s: tail connection lost, reconnecting: %s", session_id, scrub(str(error), dsn)
+                    "session %s: tail connection lost, reconnecting: %s",
+                    session_id,
+                    one_line(scrub(str(error), dsn)),
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
