@@ -78,6 +78,13 @@ MCP_TOOL_REMOVED: Final = "mcp-tool-removed"
 MCP_TOOL_SCHEMA_CHANGED: Final = "mcp-tool-schema-changed"
 MCP_SERVER_CHANGED: Final = "mcp-server-version-changed"
 MCP_SESSION_LOST: Final = "mcp-session-lost"
+_MCP_KINDS = (
+    MCP_SERVER_UNREACHABLE,
+    MCP_TOOL_REMOVED,
+    MCP_TOOL_SCHEMA_CHANGED,
+    MCP_SERVER_CHANGED,
+    MCP_SESSION_LOST,
+)
 # Credentials.
 CREDENTIALS_MISSING: Final = "credentials-missing"
 CREDENTIALS_REJECTED: Final = "credentials-rejected"
@@ -99,11 +106,7 @@ FINDING_KINDS: Final = (
     COMPACTION_ORPHAN,
     BACKGROUND_PROCESS,
     TEMP_FILE_VANISHED,
-    MCP_SERVER_UNREACHABLE,
-    MCP_TOOL_REMOVED,
-    MCP_TOOL_SCHEMA_CHANGED,
-    MCP_SERVER_CHANGED,
-    MCP_SESSION_LOST,
+    *_MCP_KINDS,
     CREDENTIALS_MISSING,
     CREDENTIALS_REJECTED,
     CREDENTIALS_UNCHECKED,
@@ -119,11 +122,7 @@ DRIFT_KINDS: Final = frozenset(
         GIT_DIRTY,
         BACKGROUND_PROCESS,
         TEMP_FILE_VANISHED,
-        MCP_SERVER_UNREACHABLE,
-        MCP_TOOL_REMOVED,
-        MCP_TOOL_SCHEMA_CHANGED,
-        MCP_SERVER_CHANGED,
-        MCP_SESSION_LOST,
+        *_MCP_KINDS,
     }
 )
 """Kinds that describe the outside world changing under the model (``drift_message``)."""

@@ -23,6 +23,7 @@ Without ``--mcp-config`` the workspace's ``.mcp.json`` is used when there is one
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -219,24 +220,20 @@ def _server(name: str, entry: Mapping[str, Any], read: _Reader) -> McpServerConf
         raise read.fail("type", "is 'sse', which is not supported: use a streamable HTTP server ('http')")
     if kind not in ("stdio", "http", "streamable-http"):
         raise read.fail("type", "must be 'stdio', 'http' or 'streamable-http'")
-    call = read.seconds(entry, "timeoutSeconds", DEFAULT_CALL_TIMEOUT_S)
-    connect = read.seconds(entry, "connectTimeoutSeconds", DEFAULT_CONNECT_TIMEOUT_S)
+    server = functools.partial(
+        McpServerConfig,
+        name,
+        call_timeout_s=read.seconds(entry, "timeoutSeconds", DEFAULT_CALL_TIMEOUT_S),
+        connect_timeout_s=read.seconds(entry, "connectTimeoutSeconds", DEFAULT_CONNECT_TIMEOUT_S),
+    )
     if kind == "stdio":
         command = read.string(entry, "command")
         if command is None:
             raise read.fail("command", "is required for a stdio server")
         if "url" in entry:
             raise read.fail("url", "belongs to an HTTP server; a stdio server has a command")
-        return McpServerConfig(
-            name,
-            "stdio",
-            command=command,
-            args=read.strings(entry, "args"),
-            env=read.table(entry, "env"),
-            cwd=read.string(entry, "cwd"),
-            call_timeout_s=call,
-            connect_timeout_s=connect,
-        )
+        args, env, cwd = read.strings(entry, "args"), read.table(entry, "env"), read.string(entry, "cwd")
+        return server("stdio", command=command, args=args, env=env, cwd=cwd)
     url = read.string(entry, "url")
     if url is None:
         raise read.fail("url", "is required for an HTTP server")
@@ -244,11 +241,4 @@ def _server(name: str, entry: Mapping[str, Any], read: _Reader) -> McpServerConf
         raise McpConfigError(f"{read.where}: server {name!r}: 'url' must be an http(s) URL with a host")
     if "command" in entry:
         raise read.fail("command", "belongs to a stdio server; an HTTP server has a url")
-    return McpServerConfig(
-        name,
-        "http",
-        url=url,
-        headers=read.table(entry, "headers"),
-        call_timeout_s=call,
-        connect_timeout_s=connect,
-    )
+    return server("http", url=url, headers=read.table(entry, "headers"))
