@@ -329,7 +329,8 @@ async def _world_check(
     hub: McpHub | None,
     credentials: CredentialCheck | None,
 ) -> WorldReport:
-    """The world check, with the MCP servers as connected now and the key check."""
+    """The world check, with the MCP servers as connected now (none configured: every server
+    the log used is reported as no longer configured) and the key check."""
     from harness.recovery import check_world
 
     return await asyncio.to_thread(
@@ -339,7 +340,7 @@ async def _world_check(
         tools,
         provider,
         model=model,
-        mcp=hub.states if hub is not None else None,
+        mcp=hub.states if hub is not None else [],
         credentials=credentials,
     )
 

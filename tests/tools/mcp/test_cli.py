@@ -154,3 +154,41 @@ def test_mcp_list_says_which_server_is_unreachable_and_needs_a_configuration(
     assert "ghost" in listed.output and "no-such-server" in listed.output and " no " in listed.output
     refused_run = cli(root, "run", "x", "-w", str(env), "--mcp-config", str(tmp_path / "none.json"))
     assert refused_run.exit_code == 2 and "no such file" in refused_run.output
+
+
+def test_a_server_the_session_used_is_reported_when_no_configuration_is_left(
+    env: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from harness.stores.jsonl.backend import JsonlBackend
+    from harness.stores.store import SessionStore
+    from harness.tools.mcp import MCP_CONNECT, McpServerState, McpToolRecord
+
+    root = tmp_path / "sessions"
+    used = McpServerState(
+        "notes",
+        "stdio",
+        "python3",
+        True,
+        "notes-server",
+        "1.0",
+        "2025-11-25",
+        (McpToolRecord("add", "mcp__notes__add", "a" * 64, True),),
+        config=str(env / ".mcp.json"),
+    )
+
+    async def save() -> str:
+        async with SessionStore(JsonlBackend(root)) as store:
+            session = await store.create(cwd=str(env))
+            session.append(MCP_CONNECT, used.to_json(), ignorable=True)
+            await store.flush(session)
+            return session.id
+
+    session_id = asyncio.run(save())
+    checked = cli(root, "check", session_id, "-w", str(env), "--json")  # no .mcp.json, no --mcp-config
+    assert checked.exit_code == 0, checked.output
+    document = json.loads(checked.stdout)
+    (gone,) = [f for f in document["findings"] if f["kind"] == "mcp-server-unreachable"]
+    assert gone["evidence"]["configured"] is False and "no longer configured" in gone["summary"]
+    assert "mcp" not in document["skipped"]
