@@ -31,7 +31,8 @@ Peers (each skipped, with a printed line saying why, when it is not installed:
   is one ``invoke`` on the same thread whose single node adds one AIMessage
   (``durability="sync"``); ms per step near step 100 and near step 1,000 and
   the database size at 1,000 steps. Ours is compared with the same loop of one
-  durable event per step.
+  durable event per step, and the same graph runs on our checkpointer, ``HarnessSaver``
+  (``bench/langgraph_saver.py``: JSONL, JSONL zstd, SQLite), with the same figures.
 
 "Near step N" is the median of the 20 steps ending at N (fewer for small N).
 Sizes are taken after the store or connection is closed (SQLite WAL checkpointed).
@@ -447,6 +448,11 @@ def langgraph_rows(base: Path, counts: Counts, ours: Ours) -> None:
         print(f"ms per step near {mark:,}: {figure * 1e3:.2f} ms  {vs(figure, ours_near)}")
     ratios = ", ".join(f"{size / figure:,.0f}× ours {name}" for name, figure in ours.size_at_steps.items())
     print(f"database size at {counts.steps:,} steps: {size / 1e6:,.1f} MB  [{ratios}]")
+    # the same graph on our checkpointer, HarnessSaver (bench/langgraph_saver.py)
+    from langgraph_saver import harness_saver_rows
+
+    theirs = {mark: near(times, mark) for mark in marks(counts.steps)}
+    harness_saver_rows(base, counts.steps, text_of, theirs, size)
 
 
 PEER_RUNS: dict[str, tuple[str, tuple[str, ...], Callable[[Path, Counts, Ours], None]]] = {

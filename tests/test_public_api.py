@@ -30,6 +30,8 @@ HEAVY = (
     "zstandard",
     "opentelemetry",
     "google.protobuf",
+    "langgraph",
+    "langchain_core",  # harness.integrations.langgraph only
 )
 SUBPACKAGES = (
     "harness.events",

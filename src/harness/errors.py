@@ -24,6 +24,10 @@ Every error the public API raises on bad input or a refused operation is a
     ├── TelemetryError            telemetry that cannot be exported as asked (``harness.telemetry``)
     │   ├── TelemetryConfigError  an OTLP endpoint that is not http(s), a malformed header (ValueError)
     │   └── TelemetryExportFailed the collector refused the spans or could not be reached
+    ├── LangGraphError            a LangGraph checkpointer refused (``harness.integrations.langgraph``)
+    │   ├── InvalidCheckpointConfig  a config without thread_id / checkpoint_id, a bad option (ValueError)
+    │   ├── NotALangGraphThread   a thread's session name held by another session (also StorageError)
+    │   └── LangGraphThreadExists copy_thread onto a thread with checkpoints (also StorageError)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -70,6 +74,7 @@ __all__ = [
     "EventNotFound",
     "ForkError",
     "HarnessError",
+    "InvalidCheckpointConfig",
     "InvalidEvent",
     "InvalidEventData",
     "InvalidHeader",
@@ -79,12 +84,15 @@ __all__ = [
     "InvalidRegion",
     "InvalidSeed",
     "InvalidSessionId",
+    "LangGraphError",
+    "LangGraphThreadExists",
     "LeaseHeld",
     "LeaseLost",
     "McpConfigError",
     "McpConnectError",
     "McpError",
     "NoRequestHeader",
+    "NotALangGraphThread",
     "OutcomeUnknown",
     "PersistenceFailed",
     "ProviderConfigError",
@@ -452,3 +460,23 @@ class TelemetryExportFailed(TelemetryError):
     def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class LangGraphError(HarnessError):
+    """A LangGraph checkpointer (``harness.integrations.langgraph``) refused a call."""
+
+
+class InvalidCheckpointConfig(LangGraphError, ValueError):
+    """A config without the ``configurable`` keys the call needs (``thread_id``; and
+    ``checkpoint_id`` for ``put_writes``), an unknown prune strategy or ``linear`` mode, or a
+    call the saver cannot run where it was made (a sync call on the async saver's own loop, a
+    closed saver)."""
+
+
+class NotALangGraphThread(LangGraphError, StorageError):
+    """The session a thread id maps to exists but is not that LangGraph thread's session: it is
+    neither read nor written nor deleted as one."""
+
+
+class LangGraphThreadExists(LangGraphError, StorageError):
+    """``copy_thread`` was asked to copy onto a thread that has checkpoints already."""
