@@ -1,6 +1,7 @@
 """The store's durability promises under faults injected below the library, with kills.
 
-Each run starts the writer (``writer.py``) in a subprocess under the shim with one fault
+For JSONL (plain, zstd), SQLite and the dsh-layout SQLite backend, each run starts the
+writer (``writer.py``) in a subprocess under the shim with one fault
 scenario (a failing or lying fsync/fdatasync, ftruncate, write, pwrite or link, EIO or
 ENOSPC, on a seeded random call), lets it go on for a seeded random number of reports after
 the first failed flush, then SIGKILLs it. A fresh process (this one, no shim) then reads
@@ -182,10 +183,13 @@ def go_on(kind: str, root: Path) -> None:
 
 
 def scenarios(kind: str) -> list[tuple[str, str, tuple[int, int]]]:
-    return SQLITE_SCENARIOS if kind == "sqlite" else JSONL_SCENARIOS
+    return SQLITE_SCENARIOS if kind.endswith("sqlite") else JSONL_SCENARIOS
 
 
-@pytest.mark.parametrize("kind", ["jsonl-none", "jsonl-zstd", "sqlite"])
+WAL = {"sqlite": "sessions.db-wal", "dsh-sqlite": "sessions.sqlite-wal"}
+
+
+@pytest.mark.parametrize("kind", ["jsonl-none", "jsonl-zstd", "sqlite", "dsh-sqlite"])
 def test_durability_promises_hold_under_faults_below_the_library(
     kind: str, shim: Shim, tmp_path: Path
 ) -> None:
@@ -197,7 +201,7 @@ def test_durability_promises_hold_under_faults_below_the_library(
         root.mkdir()
         n = rng.randint(low, high)
         rule = rules.format(n=n, m=n + 1)
-        shim.match = str(root / "sessions.db-wal") if kind == "sqlite" else str(root)
+        shim.match = str(root / WAL[kind]) if kind in WAL else str(root)
         shim.arm("")  # the writer arms its rule once its store is open
         before = len(shim.faults())
         process = subprocess.Popen(
