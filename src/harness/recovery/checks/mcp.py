@@ -46,8 +46,8 @@ def session_lost(history: History) -> list[Finding]:
             MCP_SESSION_LOST,
             "info",
             f"MCP session state did not survive the restart: {plural(len(names), 'server')} "
-            f"({', '.join(names)}) start a new session, without the subscriptions or server-side "
-            "context of the old one.",
+            f"({', '.join(names)}) {'starts' if len(names) == 1 else 'start'} a new session, without the "
+            "subscriptions or server-side context of the old one.",
             "Nothing to undo; the model is told, and must set up again any state it relied on.",
             servers=names,
         )

@@ -93,7 +93,7 @@ class McpHub:
             definitions = await connection.list_tools()
         except (McpConnectError, ToolError) as error:
             text = str(error) if isinstance(error, McpConnectError) else error.message
-            logger.warning("%s", text)
+            logger.info("%s", text)  # the state holds it; the CLI prints it once
             await connection.aclose()
             return replace(base, error=text), []
         name, version = connection.server_info
