@@ -20,7 +20,7 @@ from harness.stores.backend import Backend
 from harness.stores.store import SessionStore
 from storage import BACKENDS
 
-__all__ = ["harness_session_rows"]
+__all__ = ["batched_times", "harness_session_rows"]
 
 
 def _us(seconds: float) -> str:
@@ -44,9 +44,10 @@ async def _single(make: Callable[[Path], Backend], root: Path, items: list[dict[
     return times
 
 
-async def _batched(
+async def batched_times(
     make: Callable[[Path], Backend], root: Path, item: Callable[[int], dict[str, Any]], batches: int
 ) -> list[float]:
+    """Per-item times (one sample per call) of durable ``add_items`` with 100 items per call."""
     from harness.integrations.openai_agents import HarnessSession
 
     async with SessionStore(make(root)) as store:
@@ -108,7 +109,7 @@ async def harness_session_rows(
             f"{_ratio(theirs['single'], single)}"
         )
         gc.collect()
-        batched = statistics.median(await _batched(make, root / "batched", item, batches))
+        batched = statistics.median(await batched_times(make, root / "batched", item, batches))
         print(
             f"  add_items, 100 per call ({batches * 100:,} items): median {_us(batched)}/item  "
             f"{_ratio(theirs['batched'], batched)}"

@@ -256,6 +256,21 @@ def openai_item(index: int) -> dict[str, Any]:
     }
 
 
+async def openai_batched(base: Path, batches: int) -> list[float]:
+    """Per-item times (one sample per call) of ``SQLiteSession.add_items`` with 100 items per call."""
+    from agents import SQLiteSession
+
+    session = SQLiteSession("batched", base / "openai-batched.db")
+    times = []
+    for batch in range(batches):
+        chunk = [openai_item(index) for index in range(batch * 100, batch * 100 + 100)]
+        start = time.perf_counter()
+        await session.add_items(chunk)
+        times.append((time.perf_counter() - start) / 100)
+    session.close()
+    return times
+
+
 async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
     from agents import SQLiteSession
 
@@ -279,14 +294,7 @@ async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
     )
 
     gc.collect()
-    session = SQLiteSession("batched", base / "openai-batched.db")
-    times = []
-    for batch in range(counts.batches):
-        chunk = [openai_item(index) for index in range(batch * 100, batch * 100 + 100)]
-        start = time.perf_counter()
-        await session.add_items(chunk)
-        times.append((time.perf_counter() - start) / 100)
-    session.close()
+    times = await openai_batched(base, counts.batches)
     per_item = statistics.median(times)
     theirs["batched"] = per_item
     print(

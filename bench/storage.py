@@ -61,6 +61,7 @@ class Postgres:
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
+        self.prefix = "bench_"
         self.schemas: set[str] = set()
 
     @staticmethod
@@ -80,7 +81,7 @@ class Postgres:
         return None
 
     def schema(self, root: Path) -> str:
-        name = "bench_" + hashlib.sha1(str(root).encode()).hexdigest()[:12]
+        name = self.prefix + hashlib.sha1(str(root).encode()).hexdigest()[:12]
         self.schemas.add(name)
         return name
 

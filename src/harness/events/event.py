@@ -35,6 +35,20 @@ SurfaceOp: TypeAlias = Literal["append"] | Replace
 """``"append"`` or ``Replace(start, end)``."""
 
 
+_TYPE_JSON: dict[str, bytes] = {}
+"""The JSON text of event types already encoded (a log uses a few dozen): ``encode`` runs
+once per event written, and this saves its ``dumps`` call of the type."""
+_TYPE_JSON_MAX: Final = 1024
+
+
+def _type_json(kind: str) -> bytes:
+    """``dumps(kind)``, remembered for the next event of that type (up to ``_TYPE_JSON_MAX`` types)."""
+    text = dumps(kind)
+    if type(kind) is str and len(_TYPE_JSON) < _TYPE_JSON_MAX:
+        _TYPE_JSON[kind] = text
+    return text
+
+
 class Event(msgspec.Struct, frozen=True, gc=False):
     """One immutable fact in a session's log.
 
@@ -94,15 +108,18 @@ class Event(msgspec.Struct, frozen=True, gc=False):
 
     def encode(self) -> bytes:
         """The wire line (no newline): ``type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?``."""
+        kind = _TYPE_JSON.get(self.type)
+        if kind is None:
+            kind = _type_json(self.type)
         parts = [
             b'{"type":',
-            dumps(self.type),
+            kind,
             b',"seq":%d,"time":%d,"data":' % (self.seq, self.time),
             self.data_json,
         ]
-        if self.source_event_seqs is not None:
-            parts.append(b',"sourceEventSeqs":')
-            parts.append(dumps(list(self.source_event_seqs)))
+        seqs = self.source_event_seqs
+        if seqs is not None:
+            parts.append(b',"sourceEventSeqs":[]' if not seqs else b',"sourceEventSeqs":' + dumps(list(seqs)))
         op = self.surface_op
         if op is not None:
             if isinstance(op, Replace):
