@@ -14,9 +14,10 @@ def _reference(event: Event) -> bytes:
     text += f',"seq":{event.seq},"time":{event.time},"data":' + event.data_json.decode()
     if event.source_event_seqs is not None:
         text += ',"sourceEventSeqs":' + json.dumps(list(event.source_event_seqs), separators=(",", ":"))
-    if isinstance(event.surface_op, Replace):
-        text += f',"surfaceOp":{{"op":"replace","start":{event.surface_op.start},"end":{event.surface_op.end}}}'
-    elif event.surface_op is not None:
+    op = event.surface_op
+    if isinstance(op, Replace):
+        text += f',"surfaceOp":{{"op":"replace","start":{op.start},"end":{op.end}}}'
+    elif op is not None:
         text += ',"surfaceOp":"append"'
     if event.ignorable:
         text += ',"ignorable":true'
