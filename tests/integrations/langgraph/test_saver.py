@@ -234,3 +234,44 @@ def test_a_second_writer_of_a_thread_is_refused_and_then_reads_afresh(tmp_path: 
         await second.close()
 
     asyncio.run(run())
+
+
+def test_a_copy_with_a_stricter_allowlist_reads_and_writes_through_its_own_serde(tmp_path: Path) -> None:
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("langchain_core.messages.ai", "AIMessage")])
+    with HarnessSaver(SessionStore(JsonlBackend(tmp_path)), serde=strict) as saver:
+        clone = saver.with_allowlist([("langchain_core.messages.human", "HumanMessage")])
+        assert isinstance(clone, HarnessSaver) and clone is not saver
+        assert clone._core.serde is clone.serde is not saver.serde
+        graph = messages_graph(clone)
+        graph.invoke({"messages": []}, config("strict"), durability="sync")
+        found = saver.get_tuple(config("strict"))  # the original sees what the copy wrote
+        assert found is not None and [m.id for m in found.checkpoint["channel_values"]["messages"]] == ["a-0"]
+    with pytest.raises(InvalidCheckpointConfig, match="closed"):
+        clone.get_tuple(config("strict"))  # closing the saver closed its copy's loop too
+
+
+def test_two_branches_with_the_same_channel_version_keep_their_own_values() -> None:
+    """Our versions are LangGraph's default integers, so two branches forked from one checkpoint
+    give their channels the same next version: each checkpoint reads its own branch's value."""
+
+    async def run() -> None:
+        store = SessionStore(MemoryBackend())
+        saver = AsyncHarnessSaver(store)
+        root = await saver.aput(config("b"), checkpoint(1, {"a": "root", "m": [1]}), {}, {"a": 1, "m": 1})
+        left_cp, right_cp = (
+            checkpoint(2, {"a": "left", "m": [1, 2]}),
+            checkpoint(3, {"a": "right", "m": [1, 3]}),
+        )
+        for cp in (left_cp, right_cp):
+            cp["channel_versions"] = {"a": 2, "m": 2}
+        left = await saver.aput(root, left_cp, {}, {"a": 2, "m": 2})
+        right = await saver.aput(root, right_cp, {}, {"a": 2, "m": 2})
+        for saver_ in (saver, AsyncHarnessSaver(store)):
+            for stored, expected in (
+                (left, {"a": "left", "m": [1, 2]}),
+                (right, {"a": "right", "m": [1, 3]}),
+            ):
+                found = await saver_.aget_tuple(stored)
+                assert found is not None and found.checkpoint["channel_values"] == expected
+
+    asyncio.run(run())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Coroutine, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -56,6 +56,21 @@ class _Bridged(BaseCheckpointSaver[int]):
     ) -> None:
         super().__init__(serde=serde)
         self._core = SaverCore(store, self.serde, session_prefix=session_prefix, linear=linear)
+        self._start()
+
+    def _start(self) -> None:
+        """Set up the loop the core runs on (each saver its own way)."""
+        raise NotImplementedError
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> BaseCheckpointSaver[int]:
+        """LangGraph's copy of the saver with a stricter msgpack allowlist (``compile`` asks for
+        it when the graph declares one): the copy reads and writes through the new serde, over
+        the same store and loop."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self and isinstance(clone, _Bridged):
+            core = self._core
+            clone._core = SaverCore(core.store, clone.serde, session_prefix=core.prefix, linear=core.linear)
+        return clone
 
     @property
     def store(self) -> SessionStore:
@@ -165,17 +180,11 @@ class AsyncHarnessSaver(_Bridged):
     stored whole). See docs/integrations/langgraph.md.
     """
 
-    def __init__(
-        self,
-        store: SessionStore,
-        *,
-        serde: SerializerProtocol | None = None,
-        session_prefix: str = DEFAULT_PREFIX,
-        linear: LinearMode = "identity",
-    ) -> None:
-        super().__init__(store, serde=serde, session_prefix=session_prefix, linear=linear)
+    _loop: asyncio.AbstractEventLoop | None
+
+    def _start(self) -> None:
         try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            self._loop = asyncio.get_running_loop()
         except RuntimeError:
             self._loop = None  # bound on the first async call
 
@@ -211,22 +220,13 @@ class HarnessSaver(_Bridged):
     context manager) to close the store. Options as for ``AsyncHarnessSaver``.
     """
 
-    def __init__(
-        self,
-        store: SessionStore,
-        *,
-        serde: SerializerProtocol | None = None,
-        session_prefix: str = DEFAULT_PREFIX,
-        linear: LinearMode = "identity",
-    ) -> None:
-        super().__init__(store, serde=serde, session_prefix=session_prefix, linear=linear)
+    def _start(self) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="harness-saver", daemon=True)
         self._thread.start()
-        self._closed = False
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        if self._closed:
+        if self._loop.is_closed():  # closed by this saver or a copy of it (with_allowlist)
             coro.close()
             raise InvalidCheckpointConfig("this HarnessSaver is closed")
         if threading.current_thread() is self._thread:
@@ -242,12 +242,11 @@ class HarnessSaver(_Bridged):
 
     def close(self) -> None:
         """Close the store (every event is durable already) and stop the loop thread."""
-        if self._closed:
+        if self._loop.is_closed():
             return
         try:
             self._sync(self._core.store.close())
         finally:
-            self._closed = True
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
             self._loop.close()
