@@ -5,6 +5,7 @@ rows, then calls ``harness_saver_rows`` with SqliteSaver's figures: the same gra
 ``invoke`` per step whose node adds one AIMessage, ``durability="sync"``) runs on our
 checkpointer over JSONL (plain and zstd) and SQLite, in the same process. Printed: ms per step
 near step 100 and near the last step and their ratio (flat: near 1,000 / near 100 ≤ 1.5), the
+same for the process's CPU time per step (which other load on the machine disturbs less), the
 stored size, and that size over the sum of the messages' own sizes (target ≤ 2×; a message's
 size is its serialized form, LangGraph's serde msgpack, and its JSON, ``model_dump_json``), with
 SqliteSaver / ours ratios.
@@ -71,11 +72,12 @@ def harness_saver_rows(
         config: Any = {"configurable": {"thread_id": "bench"}}
         try:
             graph = messages_graph(saver, text_of)
-            times = []
+            times, cpu = [], []
             for _ in range(steps):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 graph.invoke({"messages": []}, config, durability="sync")
                 times.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - start_cpu)
             messages = graph.get_state(config).values["messages"]
         finally:
             saver.close()
@@ -84,13 +86,18 @@ def harness_saver_rows(
         packed = sum(len(serde.dumps_typed(m)[1]) for m in messages)
         as_json = sum(len(m.model_dump_json()) for m in messages)
         ours = {mark: near(times, mark) for mark in marks}
+        ours_cpu = {mark: near(cpu, mark) for mark in marks}
         figures = ", ".join(
             f"near {m:,}: {ours[m] * 1e3:.2f} ms [SqliteSaver / ours {theirs_near[m] / ours[m]:,.1f}×]"
             for m in marks
         )
         print(
             f"  on {name:<10} ms per step {figures}; flat: near {marks[-1]:,} / near {marks[0]:,} = "
-            f"{ours[marks[-1]] / ours[marks[0]]:.2f}; stored {size / 1e6:,.2f} MB "
+            f"{ours[marks[-1]] / ours[marks[0]]:.2f}; CPU ms per step (every thread of the process, "
+            f"less sensitive to other load) near {marks[0]:,}: {ours_cpu[marks[0]] * 1e3:.2f}, near "
+            f"{marks[-1]:,}: {ours_cpu[marks[-1]] * 1e3:.2f}, ratio "
+            f"{ours_cpu[marks[-1]] / ours_cpu[marks[0]]:.2f}; "
+            f"stored {size / 1e6:,.2f} MB "
             f"[SqliteSaver / ours {theirs_size / size:,.0f}×] = {size / packed:.2f}× the messages' "
             f"serde size ({packed / 1e6:.2f} MB), {size / as_json:.2f}× their JSON ({as_json / 1e6:.2f} MB)"
         )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from harness.errors import HarnessError, SessionConflict
+from harness.errors import CorruptSession, HarnessError, SessionConflict
 from harness.integrations.langgraph import (
     AsyncHarnessSaver,
     HarnessSaver,
@@ -273,5 +273,33 @@ def test_two_branches_with_the_same_channel_version_keep_their_own_values() -> N
             ):
                 found = await saver_.aget_tuple(stored)
                 assert found is not None and found.checkpoint["channel_values"] == expected
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"v": 1, "same": [5, "a"]},  # a reference before the start of the log
+        {"v": 1, "same": [0, "a"]},  # a reference to itself
+        {"v": 1, "ext": 9, "t": "msgpack", "s": "\x90"},  # an extension of nothing
+        {"v": 1, "t": "msgpack", "b": "not base64!"},
+        {"v": 1, "t": "msgpack", "s": "\u0100"},  # not a byte
+    ],
+)
+def test_a_checkpoint_whose_value_does_not_decode_is_a_corrupt_session(spec: dict[str, Any]) -> None:
+    async def run() -> None:
+        store = SessionStore(MemoryBackend())
+        session = await store.create(id="langgraph:bad")
+        session.append("langgraph/thread", {"threadId": "bad"}, ignorable=True)
+        data: dict[str, Any] = {
+            "ns": "", "id": "00000001", "parent": None, "metadata": {"json": {}}, "values": {"a": spec},
+            "checkpoint": {"json": {"v": 4, "id": "00000001", "ts": "t", "channel_versions": {"a": 1},
+                                    "versions_seen": {}}},
+        }  # fmt: skip
+        session.append("langgraph/checkpoint", data, ignorable=True)
+        await store.flush(session)
+        with pytest.raises(CorruptSession):
+            await AsyncHarnessSaver(store).aget_tuple(config("bad"))
 
     asyncio.run(run())

@@ -181,6 +181,8 @@ class ThreadIndex:
             raise CorruptSession(f"{self._where(event)}: malformed writes")
         stored = self.writes.setdefault((ns, cid), {})
         for position, item in enumerate(writes or ()):
+            if not isinstance(item, list | tuple) or len(item) != 3 or not isinstance(item[1], str):
+                raise CorruptSession(f"{self._where(event)}: malformed write {position}")
             idx, channel, spec = item
             stored[(task, idx)] = _Write(task, channel, event.seq, position, path, idx)
             self._remember_payload(spec, event.seq, position)
@@ -245,7 +247,11 @@ class ThreadIndex:
         """The serialized bytes a spec stores (for an extension: the added elements)."""
         same = spec.get("same")
         if same is not None:
-            back, key = same
+            back, key = same if isinstance(same, list | tuple) and len(same) == 2 else (0, None)
+            if type(back) is not int or not 0 < back <= seq or not isinstance(key, str | int):
+                raise CorruptSession(
+                    f"session {self.session.id!r}: a payload reference at seq {seq} is malformed"
+                )
             seq -= back
             spec = self._spec(seq, key)
         kind = spec.get("t")
