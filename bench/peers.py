@@ -26,7 +26,8 @@ Peers (each skipped, with a printed line saying why, when it is not installed:
   our ``HarnessSession`` (``bench/agents_session.py``), with their time / ours;
 * Google ADK ``DatabaseSessionService`` on a SQLite file (``sqlite+aiosqlite``):
   durable ``append_event`` over a 10k-event session (median and mean µs) and
-  ``get_session`` of those 10k events;
+  ``get_session`` of those 10k events; then the same calls on our
+  ``HarnessSessionService`` (``bench/adk_service.py``), with their time / ours;
 * LangGraph ``StateGraph(MessagesState)`` compiled with ``SqliteSaver``: one step
   is one ``invoke`` on the same thread whose single node adds one AIMessage
   (``durability="sync"``); ms per step near step 100 and near step 1,000 and
@@ -403,6 +404,10 @@ async def adk_rows(base: Path, counts: Counts, ours: Ours) -> None:
         f"get_session of {counts.adk:,} events ({stored_bytes / 1e6:.1f} MB of event JSON, "
         f"{path.stat().st_size / 1e6:.1f} MB file): {best:.3f} s{sized}  {vs(best, ours_restore)}"
     )
+    # the same calls through our BaseSessionService (bench/adk_service.py)
+    from adk_service import harness_service_rows
+
+    await harness_service_rows(base, adk_event, counts.adk, {"append": median, "get": best})
 
 
 def langgraph_rows(base: Path, counts: Counts, ours: Ours) -> None:
@@ -511,7 +516,7 @@ def main() -> None:
 
     print(
         f"{platform.node() or 'machine'}: {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"SQLite {sqlite3.sqlite_version}, harness {version('harness')}"
+        f"SQLite {sqlite3.sqlite_version}, harness {version('harness-sessions')}"
         + (" (--quick: every count / 10)" if args.quick else "")
     )
     print("ratios in brackets: their time / our time for the same work (above 1: ours is faster)")

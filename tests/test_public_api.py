@@ -32,6 +32,7 @@ HEAVY = (
     "google.protobuf",
     "langgraph",
     "langchain_core",  # harness.integrations.langgraph only
+    "google.adk",
 )
 SUBPACKAGES = (
     "harness.events",

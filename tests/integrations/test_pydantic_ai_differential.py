@@ -5,7 +5,6 @@ store against the reference implementation of the interface."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,24 +13,14 @@ import pytest
 from tests.integrations.pydantic_ai_scenarios import SCENARIOS
 from tests.integrations.pydantic_ai_support import Observed, harness_store, make_backend, reference_store
 from tests.stores.helpers import run
-from tests.stores.pg import drop_schema
+from tests.stores.pg import backend_schema
 
 BACKENDS = ["memory", "jsonl", "sqlite", "postgres"]
 
 
 @pytest.fixture
 def pg_schema(request: pytest.FixtureRequest) -> Iterator[tuple[str, str] | None]:
-    if request.node.callspec.params.get("backend") != "postgres":
-        yield None
-        return
-    from tests.stores.pg import server_dsn
-
-    dsn = server_dsn()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    try:
-        yield dsn, schema
-    finally:
-        drop_schema(dsn, schema)
+    yield from backend_schema(request)
 
 
 async def _observe_reference(name: str) -> list[tuple[str, object]]:

@@ -136,4 +136,18 @@ def fresh_schema() -> Iterator[PgSchema]:
         drop_schema(dsn, schema.name)
 
 
+def backend_schema(request: pytest.FixtureRequest, prefix: str = "t") -> Iterator[tuple[str, str] | None]:
+    """Fixture body for tests parametrised by ``backend``: ``(dsn, fresh schema name)`` when the
+    backend is ``postgres`` (dropped afterwards), else ``None``."""
+    if request.node.callspec.params.get("backend") != "postgres":
+        yield None
+        return
+    dsn = server_dsn()
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        yield dsn, schema
+    finally:
+        drop_schema(dsn, schema)
+
+
 __all__ = ["chunk", "header", "run", "sample_events", "wire"]

@@ -7,6 +7,7 @@ one, and this package imports none of them.
 - ``harness.integrations.openai_agents``: ``HarnessSession``, the OpenAI Agents SDK's ``Session``.
 - ``harness.integrations.pydantic_ai``: ``HarnessConversationStore``, pydantic-ai's ``ConversationStore``.
 - ``harness.integrations.langgraph``: ``HarnessSaver`` / ``AsyncHarnessSaver``, LangGraph checkpointers.
+- ``harness.integrations.adk``: ``HarnessSessionService``, Google ADK's ``BaseSessionService``.
 """
 
 from __future__ import annotations
