@@ -12,9 +12,10 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
-from harness.errors import InvalidEventData, SessionConflict
+from harness.errors import InvalidEventData, PersistenceFailed, SessionConflict
 from harness.integrations.adk import HarnessSessionService, StaleSessionError, session_log_id, user_log_id
 from harness.integrations.adk.events import EVENT_KEY
+from harness.stores.faults import FaultyBackend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
@@ -190,6 +191,32 @@ def test_two_services_on_one_store_share_its_live_sessions() -> None:
         assert final is not None and [e.id for e in final.events] == ["e1", "e2", "e3", "e4"]
         await one.close()
         await two.close()
+        await store.close()
+
+    run(go())
+
+
+@pytest.mark.parametrize("after_write", [False, True])
+def test_a_failed_write_is_reported_and_a_retry_stores_the_event_once(after_write: bool) -> None:
+    async def go() -> None:
+        inner = MemoryBackend()
+        backend = FaultyBackend(inner)
+        store = SessionStore(backend)
+        service = HarnessSessionService(store)
+        session = await service.create_session(app_name="a", user_id="u", session_id="s")
+        backend.fail_next_append(after_write=after_write)  # a lost reply when after_write
+        event = text("user", "once", at=1.0, event_id="e1")
+        with pytest.raises(PersistenceFailed):
+            await service.append_event(session, event)
+        assert session.events == []  # the caller's session did not take it
+        now = await service.get_session(app_name="a", user_id="u", session_id="s")  # what is stored
+        assert now is not None and [e.id for e in now.events] == (["e1"] if after_write else [])
+        await service.append_event(now, event)  # the caller retries: a re-delivery if it landed
+        stored = await HarnessSessionService(SessionStore(inner)).get_session(
+            app_name="a", user_id="u", session_id="s"
+        )
+        assert stored is not None and [e.id for e in stored.events] == ["e1"]  # never twice
+        await service.close()
         await store.close()
 
     run(go())

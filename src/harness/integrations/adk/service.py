@@ -340,6 +340,12 @@ class HarnessSessionService(BaseSessionService):
         except SessionNotFound:
             await self._drop(log_id)
             raise SessionNotFoundError(f"Session {session.id} not found.") from None
+        except BaseException:
+            # The write failed (or its outcome is unknown): the caller is told so, and the event
+            # must not be written later behind its back. The next call reads what is stored, and
+            # a retry of an event that did land is recognised as a re-delivery.
+            await self._drop(log_id)
+            raise
         tracked.note(appended.seq, wire)
         delta = wire.get("actions", {}).get("state_delta") or {}
         app, user, _ = split_delta(delta)
