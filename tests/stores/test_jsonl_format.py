@@ -609,8 +609,17 @@ def test_a_directory_name_decodes_back_to_its_id(session_id: str) -> None:
 
 
 def test_a_directory_name_no_id_encodes_to_decodes_to_nothing() -> None:
-    for name in ("a b", "~zz12", "~00", "~002e", "", "~0041"):  # "~0041" would be written "A"
+    for name in ("a b", "~zz12", "~00", "~002e", "", "~0041", ".", "..", "a.~"):  # "~0041" would be "A"
         assert decode_segment(name) is None, name
+
+
+@given(st.text(alphabet="Az09._-~", max_size=12))
+def test_a_directory_name_decodes_to_the_id_whose_encoding_it_is(name: str) -> None:
+    decoded = decode_segment(name)
+    if decoded is None:  # no id is written so; the literal candidates at least are not
+        assert name == "" or all(encode_segment(candidate) != name for candidate in (name, ".", ".."))
+    else:
+        assert encode_segment(decoded) == name
 
 
 def test_f59_path_encoding_matches_the_reference() -> None:

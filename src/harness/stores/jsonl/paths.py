@@ -77,6 +77,11 @@ def decode_segment(segment: str) -> str | None:
         return "."
     if segment == "~002E~002E":
         return ".."
+    if _SAFE.issuperset(segment):
+        # Literal characters only (most ids): the segment is its own encoding, but for the
+        # names encode_segment never writes literally. One C-level scan, not a loop per
+        # character (``list()`` decodes every session directory's name).
+        return None if segment in ("", ".", "..") else segment
     units: list[int] = []
     index = 0
     while index < len(segment):
