@@ -65,6 +65,8 @@ def encode_segment(raw: str) -> str:
         return "~002E"
     if raw == "..":
         return "~002E~002E"
+    if _SAFE.issuperset(raw):
+        return raw  # literal characters only (most ids): one C-level scan
     if raw.isascii():
         return "".join(ch if ch in _SAFE else _escape(ord(ch)) for ch in raw)
     return "".join(chr(unit) if chr(unit) in _SAFE else _escape(unit) for unit in _utf16_units(raw))
