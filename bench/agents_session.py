@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from harness.stores.backend import Backend
 from harness.stores.store import SessionStore
 from storage import BACKENDS
 
-__all__ = ["batched_times", "harness_session_rows"]
+__all__ = ["batched_times", "harness_session_rows", "timed_batches"]
 
 
 def _us(seconds: float) -> str:
@@ -51,13 +51,21 @@ async def batched_times(
     from harness.integrations.openai_agents import HarnessSession
 
     async with SessionStore(make(root)) as store:
-        session = HarnessSession("batched", store)
-        times = []
-        for batch in range(batches):
-            chunk = [item(index) for index in range(batch * 100, batch * 100 + 100)]
-            start = time.perf_counter()
-            await session.add_items(chunk)
-            times.append((time.perf_counter() - start) / 100)
+        return await timed_batches(HarnessSession("batched", store).add_items, item, batches)
+
+
+async def timed_batches(
+    add_items: Callable[[list[dict[str, Any]]], Awaitable[object]],
+    item: Callable[[int], dict[str, Any]],
+    batches: int,
+) -> list[float]:
+    """Per-item times (one sample per call) of ``batches`` calls of ``add_items`` with 100 items."""
+    times = []
+    for batch in range(batches):
+        chunk = [item(index) for index in range(batch * 100, batch * 100 + 100)]
+        start = time.perf_counter()
+        await add_items(chunk)
+        times.append((time.perf_counter() - start) / 100)
     return times
 
 

@@ -261,15 +261,13 @@ async def openai_batched(base: Path, batches: int) -> list[float]:
     """Per-item times (one sample per call) of ``SQLiteSession.add_items`` with 100 items per call."""
     from agents import SQLiteSession
 
+    from agents_session import timed_batches
+
     session = SQLiteSession("batched", base / "openai-batched.db")
-    times = []
-    for batch in range(batches):
-        chunk = [openai_item(index) for index in range(batch * 100, batch * 100 + 100)]
-        start = time.perf_counter()
-        await session.add_items(chunk)
-        times.append((time.perf_counter() - start) / 100)
-    session.close()
-    return times
+    try:
+        return await timed_batches(session.add_items, openai_item, batches)
+    finally:
+        session.close()
 
 
 async def openai_rows(base: Path, counts: Counts, ours: Ours) -> None:
