@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# pytest workers for `make test` (pytest-xdist): one per core; `make test PYTEST_WORKERS=0` runs serially
+PYTEST_WORKERS ?= auto
 
 .PHONY: test demo lint typecheck bench clean
 
@@ -22,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src tests examples
 
 test: lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 demo: $(STAMP)
 	$(BIN)/harness demo

@@ -1,4 +1,4 @@
-"""What the fault and crash tests did, printed at the end of the run (``tests/stores/conftest.py``)."""
+"""What the fault and crash tests did, printed at the end of the run (``tests/conftest.py``)."""
 
 from __future__ import annotations
 
