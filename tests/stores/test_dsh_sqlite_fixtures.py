@@ -180,7 +180,7 @@ def dsh_view() -> dict[str, Any]:
     return view
 
 
-@pytest.mark.parametrize("name", ["exported.sqlite", "live.sqlite"])
+@pytest.mark.parametrize("name", ["exported.sqlite", "live.sqlite", "continued.sqlite"])
 def test_databases_harness_wrote_read_as_dsh_read_them(name: str, tmp_path: Path) -> None:
     seen = dsh_view()[name]
     sessions = read_all(private_copy(DATA / name, tmp_path))
@@ -220,3 +220,25 @@ def test_the_live_database_holds_what_its_writer_did(tmp_path: Path) -> None:
     sessions = read_all(path)
     torn_log, _ = sessions["session-live-torn"]
     assert [e["type"] for e in torn_log.events[-3:]] == ["turn/start", "turn/end", "session/end-seed"]
+
+
+def test_a_dsh_database_harness_continued_keeps_every_row_dsh_wrote(tmp_path: Path) -> None:
+    """``continued.sqlite`` is dsh's ``04-killed-during-tool`` after a harness load (the closers
+    of the killed turn) and a new turn: dsh's rows are untouched, and one revision was added per
+    write (the repair, then the flushed end-seed and turn)."""
+    original = private_copy(DSH_SQLITE / "04-killed-during-tool.sqlite", tmp_path)
+    continued = private_copy(DATA / "continued.sqlite", tmp_path)
+    with sqlite3.connect(original) as theirs, sqlite3.connect(continued) as ours:
+        before = theirs.execute(_PHYSICAL + " ORDER BY seq").fetchall()
+        after = ours.execute(_PHYSICAL + " ORDER BY seq").fetchall()
+        revisions = [db.execute("SELECT revision FROM sessions").fetchone()[0] for db in (theirs, ours)]
+    assert after[: len(before)] == before and len(after) > len(before)
+    assert revisions[1] == revisions[0] + 2
+    ((log, _),) = read_all(continued).values()
+    assert [e["type"] for e in log.events[39:43]] == [
+        "tool/result",
+        "step/end",
+        "turn/end",
+        "session/end-seed",
+    ]
+    assert log.events[-1]["type"] == "turn/end"

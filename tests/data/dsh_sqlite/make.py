@@ -6,13 +6,17 @@ usage: .venv/bin/python tests/data/dsh_sqlite/make.py FIXTURES_DSH OUT_DIR
   --layout dsh`` (``copy_sessions``: one append per session, so whole chunk runs pack);
 * ``live.sqlite``: sessions written through ``SessionStore`` write-behind batches: chunk runs
   split by flushes and at 1,024 members, zstd rows, provenance, a replace, an ignorable event,
-  a crash left open and repaired by a load, a torn final row cut by a load, a subagent header.
+  a crash left open and repaired by a load, a torn final row cut by a load, a subagent header;
+* ``continued.sqlite``: dsh's own ``04-killed-during-tool.sqlite`` (from ``../dsh-sqlite`` beside
+  the JSONL fixtures) loaded here, so harness commits the killed turn's closers into dsh's file,
+  then continued with a new turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -147,14 +151,42 @@ async def live(out: Path) -> None:
     await again.close()
 
 
+async def continued(fixtures: Path, out: Path) -> None:
+    path = out / "continued.sqlite"
+    shutil.copyfile(fixtures.parent / "dsh-sqlite" / "04-killed-during-tool.sqlite", path)
+    os.chmod(path, 0o600)
+    store = SessionStore(DshSqliteBackend(path, journal_mode="delete"), clock=clock)
+    (info,) = await store.list()
+    session = await store.load(info.id)  # commits the closers of the killed turn
+    turn = 1 + max(event.data["turn"] for event in session.events if event.type == "turn/start")
+    session.append("turn/start", {"turn": turn})
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("user/message", harness.user_message("continued in harness"), surface_op="append")
+    seqs = []
+    for n in range(5):
+        chunk = {"type": "text-delta", "index": 0, "text": f"p{n} "}
+        seqs.append(session.append("assistant/chunk", {"turn": turn, "step": 1, "chunk": chunk}).seq)
+    reply = harness.assistant_message("p0 p1 p2 p3 p4 ", provider="deepseek", model="deepseek-chat")
+    session.append(
+        "assistant/message",
+        {"turn": turn, "step": 1, "message": reply},
+        surface_op="append",
+        source_event_seqs=seqs,
+    )
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    await store.close()
+
+
 def main() -> None:
     fixtures, out = Path(sys.argv[1]), Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
-    for name in ("exported.sqlite", "live.sqlite"):
+    for name in ("exported.sqlite", "live.sqlite", "continued.sqlite"):
         (out / name).unlink(missing_ok=True)
     asyncio.run(exported(fixtures, out))
     asyncio.run(live(out))
+    asyncio.run(continued(fixtures, out))
 
 
 if __name__ == "__main__":
