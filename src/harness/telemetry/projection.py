@@ -9,7 +9,7 @@ event and returns the spans it finished, so the same code serves an export (ever
   to the assembled ``assistant/message`` citing its chunks, or to the ``llm/retry`` / ``turn/end``
   that recorded its failure;
 - each tool call is an ``execute_tool`` span under the turn, from its ``tool/call`` to the
-  ``tool/result`` that cites it (``sourceEventSeqs``);
+  ``tool/result`` answering its call id (the result that cites it in ``sourceEventSeqs``);
 - a compaction is a ``harness.compaction`` span (under its turn, or a root of its own when it ran
   between turns), with the summarizer's model request as a ``chat`` child;
 - approvals, crash repairs, prunes, retries and world checks are span events; a world check
@@ -22,26 +22,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from harness.compaction.cues import redact
 from harness.compaction.meter import price_message
 from harness.events.event import Event, Replace
 from harness.telemetry import conventions as c
-from harness.telemetry.content import content_json, message_parts, tool_arguments, tool_result_text
+from harness.telemetry.content import (
+    content_json,
+    message_parts,
+    tool_arguments,
+    tool_result_text,
+)
 from harness.telemetry.ids import span_id, trace_id
-from harness.telemetry.records import (
-    AttributeValue,
-    SpanEventRecord,
-    SpanKind,
-    SpanRecord,
-    SpanStatus,
+from harness.telemetry.plugins import ProjectorBase
+from harness.telemetry.records import AttributeValue, SpanRecord
+from harness.telemetry.spans import (
+    MS,
+    USAGE_KEYS,
+    OpenSpan,
+    as_int,
+    call_name,
+    failure_code,
+    tool_description,
+    usage_attributes,
 )
 
 __all__ = ["Projector", "project_session", "spans_by_trace"]
 
-_MS = 1_000_000
 _TELLING_CHUNK = re.compile(rb'"type"\s*:\s*"(?:usage|finish)"')
 """The chunks whose content the projection reads (usage, finish); the others are not decoded."""
 _REPAIR_CODES = frozenset({"TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"})
@@ -50,113 +58,16 @@ _CONTENT_FINISH = {"stop": "stop", "tool-calls": "tool_call", "max-tokens": "len
 _FAILED_TURNS = frozenset({"error", "aborted", "interrupted"})
 
 
-def _ns(ms: int) -> int:
-    return ms * _MS
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _clean_attributes(attributes: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-    """Every string redacted, except content (already cleaned string by string)."""
-    out: dict[str, AttributeValue] = {}
-    for key, value in attributes.items():
-        if key in c.CONTENT_KEYS:
-            out[key] = value
-        elif isinstance(value, str):
-            out[key] = redact(value)
-        elif isinstance(value, (list, tuple)):
-            out[key] = [redact(str(item)) for item in value]
-        else:
-            out[key] = value
-    return out
-
-
-@dataclass
-class _Open:
-    """A span being built."""
-
-    trace_id: str
-    span_id: str
-    parent: str | None
-    name: str
-    kind: SpanKind
-    start_ms: int
-    attributes: dict[str, AttributeValue]
-    events: list[SpanEventRecord] = field(default_factory=list)
-    status: SpanStatus = "unset"
-    message: str = ""
-
-    def fail(self, error_type: str, message: str = "") -> None:
-        self.attributes[c.ERROR_TYPE] = error_type
-        self.status = "error"
-        self.message = message or error_type
-
-    def close(self, end_ms: int) -> SpanRecord:
-        return SpanRecord(
-            trace_id=self.trace_id,
-            span_id=self.span_id,
-            parent_span_id=self.parent,
-            name=redact(self.name),
-            kind=self.kind,
-            start_ns=_ns(self.start_ms),
-            end_ns=_ns(max(end_ms, self.start_ms)),
-            attributes=_clean_attributes(self.attributes),
-            events=tuple(
-                SpanEventRecord(e.name, e.time_ns, _clean_attributes(e.attributes)) for e in self.events
-            ),
-            status=self.status,
-            status_message=redact(self.message),
-        )
-
-
-def _usage_attributes(usage: Any) -> dict[str, AttributeValue]:
-    """FORMAT's disjoint TokenUsage as the conventions' counts (input includes cache reads/writes)."""
-    if not isinstance(usage, Mapping):
-        return {}
-    fresh = _int(usage.get("inputTokens")) or 0
-    read = _int(usage.get("cacheReadTokens"))
-    write = _int(usage.get("cacheWriteTokens"))
-    out: dict[str, AttributeValue] = {c.INPUT_TOKENS: fresh + (read or 0) + (write or 0)}
-    if (output := _int(usage.get("outputTokens"))) is not None:
-        out[c.OUTPUT_TOKENS] = output
-    if read is not None:
-        out[c.CACHE_READ_TOKENS] = read
-    if write is not None:
-        out[c.CACHE_CREATION_TOKENS] = write
-    if (reasoning := _int(usage.get("reasoningTokens"))) is not None:
-        out[c.REASONING_TOKENS] = reasoning
-    return out
-
-
-_USAGE_KEYS = (
-    c.INPUT_TOKENS,
-    c.OUTPUT_TOKENS,
-    c.CACHE_READ_TOKENS,
-    c.CACHE_CREATION_TOKENS,
-    c.REASONING_TOKENS,
-)
-
-
-def _failure_code(failure: Any, default: str) -> tuple[str, str]:
-    if isinstance(failure, Mapping):
-        code = failure.get("code")
-        message = failure.get("message")
-        return (str(code) if code else default), (str(message) if message else "")
-    return default, ""
-
-
 @dataclass
 class _Attempt:
     """The model request of the current step: opened by its first chunk (or message, or failure)."""
 
-    span: _Open
+    span: OpenSpan
     finish: str | None = None
     usage: Any = None
 
 
-class Projector:
+class Projector(ProjectorBase):
     """Turns events into finished spans, one event at a time (see the module doc).
 
     ``capture_content`` adds the Opt-In content attributes (messages, tool arguments and
@@ -165,26 +76,20 @@ class Projector:
     """
 
     def __init__(
-        self, session_id: str, *, capture_content: bool = False, agent_name: str = "harness"
+        self,
+        session_id: str,
+        *,
+        capture_content: bool = False,
+        agent_name: str = "harness",
     ) -> None:
-        self.session_id = session_id
-        self.capture_content = capture_content
-        self.agent_name = agent_name
-        self._turn: _Open | None = None
+        super().__init__(session_id, capture_content=capture_content, agent_name=agent_name)
         self._turn_usage: dict[str, int] = {}
         self._turn_inputs: list[Any] = []
         self._turn_output: Any = None
         self._step: int | None = None
         self._attempt_start: int | None = None
         self._attempt: _Attempt | None = None
-        self._tools: dict[str, _Open] = {}
         self._tool_args: dict[str, Any] = {}
-        self._approvals: dict[str, str] = {}
-        self._compactions: dict[str, _Open] = {}
-        self._header: Mapping[str, Any] = {}
-        self._context: Mapping[str, Any] = {}
-        self._pending: list[SpanEventRecord] = []
-        self._pending_seq: int | None = None
         self._last_ms = 0
 
     # ---- the public surface ---------------------------------------------------------------
@@ -227,71 +132,22 @@ class Projector:
             out.append(self._close_turn(end))
         if self._pending and self._pending_seq is not None:
             seq = self._pending_seq
-            span = _Open(
+            span = OpenSpan(
                 trace_id(self.session_id, seq),
                 span_id(self.session_id, "between-turns", seq),
                 None,
                 c.BETWEEN_TURNS_SPAN,
                 "internal",
-                self._pending[0].time_ns // _MS,
+                self._pending[0].time_ns // MS,
                 self._base(),
                 list(self._pending),
             )
-            out.append(span.close(self._pending[-1].time_ns // _MS))
+            out.append(span.close(self._pending[-1].time_ns // MS))
             self._pending.clear()
             self._pending_seq = None
         return out
 
     # ---- helpers --------------------------------------------------------------------------
-
-    def _base(self) -> dict[str, AttributeValue]:
-        return {c.CONVERSATION: self.session_id, c.SESSION_ID: self.session_id}
-
-    def _config(self) -> Mapping[str, Any]:
-        config = self._header.get("config")
-        return config if isinstance(config, Mapping) else {}
-
-    def _route(self) -> tuple[str, str]:
-        config = self._config()
-        provider = config.get("provider") or self._context.get("provider") or "unknown"
-        model = config.get("model") or self._context.get("model") or "unknown"
-        return str(provider), str(model)
-
-    def _child(self, kind: str, seq: int, name: str, span_kind: SpanKind, start_ms: int) -> _Open:
-        """A span under the open turn, or the root of a trace of its own between turns."""
-        attributes = self._base()
-        if self._turn is not None:
-            return _Open(
-                self._turn.trace_id,
-                span_id(self.session_id, kind, seq),
-                self._turn.span_id,
-                name,
-                span_kind,
-                start_ms,
-                attributes,
-            )
-        return _Open(
-            trace_id(self.session_id, seq),
-            span_id(self.session_id, kind, seq),
-            None,
-            name,
-            span_kind,
-            start_ms,
-            attributes,
-        )
-
-    def _event(
-        self, target: _Open | None, name: str, time_ms: int, attributes: dict[str, AttributeValue], seq: int
-    ) -> None:
-        attributes[c.SEQ] = seq
-        record = SpanEventRecord(name, _ns(time_ms), attributes)
-        target = target or self._turn
-        if target is not None:
-            target.events.append(record)
-        else:
-            if self._pending_seq is None:
-                self._pending_seq = seq
-            self._pending.append(record)
 
     def _open_chat(self, event: Event) -> _Attempt:
         provider, model = self._route()
@@ -303,7 +159,7 @@ class Projector:
         a[c.HARNESS_PROVIDER] = provider
         a[c.REQUEST_MODEL] = model
         config = self._config()
-        if (max_tokens := _int(config.get("maxTokens"))) is not None:
+        if (max_tokens := as_int(config.get("maxTokens"))) is not None:
             a[c.REQUEST_MAX_TOKENS] = max_tokens
         temperature = config.get("temperature")
         if isinstance(temperature, (int, float)) and not isinstance(temperature, bool):
@@ -318,7 +174,7 @@ class Projector:
             a[c.REQUEST_STOP] = list(stop)
         if isinstance(effort := config.get("reasoningEffort"), str):
             a[c.REASONING_EFFORT] = effort
-        if (window := _int(self._context.get("contextWindow"))) is not None:
+        if (window := as_int(self._context.get("contextWindow"))) is not None:
             a[c.CONTEXT_WINDOW] = window
         if self._turn is not None:
             self._turn.attributes.setdefault(c.PROVIDER, c.provider_name(provider))
@@ -337,9 +193,9 @@ class Projector:
         a = attempt.span.attributes
         if attempt.finish is not None:
             a[c.FINISH_REASONS] = [attempt.finish]
-        usage = _usage_attributes(attempt.usage)
+        usage = usage_attributes(attempt.usage)
         a.update(usage)
-        for key in _USAGE_KEYS:
+        for key in USAGE_KEYS:
             if isinstance(value := usage.get(key), int):
                 self._turn_usage[key] = self._turn_usage.get(key, 0) + value
         if incomplete:
@@ -379,7 +235,7 @@ class Projector:
             self._turn.attributes[c.INCOMPLETE] = True
             out.append(self._close_turn(event.time))
         name = f"{c.INVOKE_AGENT} {self.agent_name}" if self.agent_name else c.INVOKE_AGENT
-        turn = _Open(
+        turn = OpenSpan(
             trace_id(self.session_id, event.seq),
             span_id(self.session_id, "turn", event.seq),
             None,
@@ -391,7 +247,7 @@ class Projector:
         turn.attributes[c.OPERATION] = c.INVOKE_AGENT
         if self.agent_name:
             turn.attributes[c.AGENT_NAME] = self.agent_name
-        if (number := _int(data.get("turn"))) is not None:
+        if (number := as_int(data.get("turn"))) is not None:
             turn.attributes[c.TURN] = number
         turn.attributes[c.SEQ] = event.seq
         turn.events.extend(self._pending)
@@ -404,7 +260,7 @@ class Projector:
         kind = str(reason.get("kind")) if isinstance(reason, Mapping) else "unknown"
         code, message = "", ""
         if kind == "error" and isinstance(reason, Mapping):
-            code, message = _failure_code(reason.get("error"), "error")
+            code, message = failure_code(reason.get("error"), "error")
         if self._attempt is not None and kind == "error":
             self._attempt.span.fail(code, message)
         self._close_attempt(event.time, out)
@@ -419,13 +275,19 @@ class Projector:
         provider, _ = self._route()
         turn.attributes.setdefault(c.PROVIDER, c.provider_name(provider))
         if kind == "interrupted":
-            self._event(turn, c.EVENT_CRASH_REPAIR, event.time, {"harness.repair": "turn/end"}, event.seq)
+            self._event(
+                turn,
+                c.EVENT_CRASH_REPAIR,
+                event.time,
+                {"harness.repair": "turn/end"},
+                event.seq,
+            )
         if kind in _FAILED_TURNS:
             turn.fail(code or kind, message)
         out.append(self._close_turn(event.time))
 
     def _step_start(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        self._step = _int(data.get("step"))
+        self._step = as_int(data.get("step"))
         self._attempt_start = event.time
 
     def _step_end(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
@@ -464,7 +326,7 @@ class Projector:
             kind = str(reason.get("kind")) if isinstance(reason, Mapping) else "unknown"
             attempt.finish = _FINISH.get(kind, kind)
             if kind in ("error", "aborted") and isinstance(reason, Mapping):
-                code, message = _failure_code(reason.get("failure"), kind)
+                code, message = failure_code(reason.get("failure"), kind)
                 attempt.span.fail(code, message)
 
     def _assistant_message(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
@@ -500,14 +362,14 @@ class Projector:
 
     def _retry(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
         attempt = self._attempt or self._open_chat(event)
-        code, message = _failure_code(data.get("failure"), "retry")
+        code, message = failure_code(data.get("failure"), "retry")
         attempt.span.fail(code, message)
-        if (number := _int(data.get("retry"))) is not None:
+        if (number := as_int(data.get("retry"))) is not None:
             attempt.span.attributes[c.RETRY] = number
-        if (delay := _int(data.get("delayMs"))) is not None:
+        if (delay := as_int(data.get("delayMs"))) is not None:
             attempt.span.attributes[c.RETRY_DELAY_MS] = delay
         attributes: dict[str, AttributeValue] = {c.ERROR_TYPE: code}
-        if (number := _int(data.get("retry"))) is not None:
+        if (number := as_int(data.get("retry"))) is not None:
             attributes[c.RETRY] = number
         self._event(None, c.EVENT_RETRY, event.time, attributes, event.seq)
         self._close_attempt(event.time, out)
@@ -527,9 +389,9 @@ class Projector:
         a[c.TOOL_NAME] = name
         a[c.TOOL_CALL_ID] = call_id
         a[c.TOOL_TYPE] = "function"
-        if (description := _tool_description(self._header, name)) is not None:
+        if (description := tool_description(self._header, name)) is not None:
             a[c.TOOL_DESCRIPTION] = description
-        if self._step is not None or _int(data.get("step")) is not None:
+        if self._step is not None or as_int(data.get("step")) is not None:
             a[c.STEP] = self._step if self._step is not None else int(data["step"])
         self._tool_args[call_id] = data.get("arguments")
         self._tools[call_id] = span
@@ -546,7 +408,7 @@ class Projector:
             span.attributes[c.OPERATION] = c.EXECUTE_TOOL
             span.attributes[c.TOOL_CALL_ID] = call_id
             span.attributes[c.TOOL_TYPE] = "function"
-            name = _call_name(self._turn_output, call_id)
+            name = call_name(self._turn_output, call_id)
             span.attributes[c.TOOL_NAME] = name
             span.name = f"{c.EXECUTE_TOOL} {name}"
         error = data.get("error")
@@ -562,7 +424,11 @@ class Projector:
                     None,
                     c.EVENT_CRASH_REPAIR,
                     event.time,
-                    {"harness.repair": "tool/result", c.TOOL_CALL_ID: call_id, c.ERROR_TYPE: code},
+                    {
+                        "harness.repair": "tool/result",
+                        c.TOOL_CALL_ID: call_id,
+                        c.ERROR_TYPE: code,
+                    },
                     event.seq,
                 )
         elif is_error:
@@ -574,137 +440,6 @@ class Projector:
             span.attributes[c.TOOL_RESULT] = content_json(tool_result_text(message))
         self._tool_args.pop(call_id, None)
         out.append(span.close(event.time))
-
-    def _approval_asked(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        call_id = data.get("callId")
-        attributes: dict[str, AttributeValue] = {}
-        if isinstance(data.get("id"), str):
-            attributes["harness.approval.id"] = data["id"]
-            if isinstance(call_id, str):
-                self._approvals[data["id"]] = call_id
-        if isinstance(data.get("toolName"), str):
-            attributes[c.TOOL_NAME] = data["toolName"]
-        if isinstance(call_id, str):
-            attributes[c.TOOL_CALL_ID] = call_id
-        target = self._tools.get(call_id) if isinstance(call_id, str) else None
-        self._event(target, c.EVENT_APPROVAL_ASKED, event.time, attributes, event.seq)
-
-    def _approval_decided(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        approval = data.get("id")
-        call_id = self._approvals.pop(approval, None) if isinstance(approval, str) else None
-        attributes: dict[str, AttributeValue] = {"harness.approval.outcome": str(data.get("outcome"))}
-        if isinstance(approval, str):
-            attributes["harness.approval.id"] = approval
-        if call_id is not None:
-            attributes[c.TOOL_CALL_ID] = call_id
-        target = self._tools.get(call_id) if call_id is not None else None
-        self._event(target, c.EVENT_APPROVAL_DECIDED, event.time, attributes, event.seq)
-
-    def _compaction_start(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        compaction = data.get("compactionId")
-        if not isinstance(compaction, str):
-            return
-        span = self._child("compaction", event.seq, c.COMPACTION_SPAN, "internal", event.time)
-        span.attributes[c.COMPACTION_ID] = compaction
-        span.attributes[c.MANUAL] = data.get("turn") is None
-        span.attributes[c.SEQ] = event.seq
-        self._compactions[compaction] = span
-
-    def _compaction_summary(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        span = self._compactions.get(str(data.get("compactionId")))
-        if span is None:
-            return
-        if (before := _int(data.get("shadowedTokenCount"))) is not None:
-            span.attributes[c.TOKENS_BEFORE] = before
-        seqs = data.get("shadowedSeqs")
-        if isinstance(seqs, (list, tuple)):
-            span.attributes[c.SHADOWED_NODES] = len(seqs)
-        summary = data.get("summary")
-        if self.capture_content and isinstance(summary, (str, list, tuple)):  # dsh writes blocks
-            blocks = {"content": [{"type": "tool-result", "content": summary}]}
-            text = summary if isinstance(summary, str) else tool_result_text(blocks)
-            span.attributes[c.COMPACTION_SUMMARY] = content_json(text)
-        if data.get("llmStreamCall") is True:  # the summarizer asked a model: its request, as a child
-            provider = str(data.get("provider") or "unknown")
-            model = str(data.get("model") or "unknown")
-            chat = _Open(
-                span.trace_id,
-                span_id(self.session_id, "compaction-chat", event.seq),
-                span.span_id,
-                f"{c.CHAT} {model}",
-                "client",
-                span.start_ms,
-                self._base(),
-            )
-            a = chat.attributes
-            a[c.OPERATION] = c.CHAT
-            a[c.PROVIDER] = c.provider_name(provider)
-            a[c.HARNESS_PROVIDER] = provider
-            a[c.REQUEST_MODEL] = model
-            if (max_tokens := _int(data.get("maxTokens"))) is not None:
-                a[c.REQUEST_MAX_TOKENS] = max_tokens
-            a.update(_usage_attributes(data.get("usage")))
-            out.append(chat.close(event.time))
-
-    def _compaction_prune(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        attributes: dict[str, AttributeValue] = {}
-        if (before := _int(data.get("shadowedTokenCount"))) is not None:
-            attributes[c.TOKENS_BEFORE] = before
-        seqs = data.get("shadowedSeqs")
-        if isinstance(seqs, (list, tuple)):
-            attributes[c.SHADOWED_NODES] = len(seqs)
-        self._event(None, c.EVENT_PRUNE, event.time, attributes, event.seq)
-
-    def _compaction_end(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        span = self._compactions.pop(str(data.get("compactionId")), None)
-        if span is None:
-            return
-        error = data.get("error")
-        if error:
-            span.attributes[c.COMPACTION_OUTCOME] = "failed"
-            span.fail("compaction_failed", str(error))
-        else:
-            compacted = c.TOKENS_BEFORE in span.attributes
-            span.attributes[c.COMPACTION_OUTCOME] = "compacted" if compacted else "nothing"
-        out.append(span.close(event.time))
-
-    def _recovery_check(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
-        attributes: dict[str, AttributeValue] = {"harness.recovery.blocking": data.get("blocking") is True}
-        counts = data.get("counts")
-        if isinstance(counts, Mapping):
-            for severity in ("block", "warn", "info"):
-                if (count := _int(counts.get(severity))) is not None:
-                    attributes[f"harness.recovery.{severity}"] = count
-        findings = data.get("findings")
-        if isinstance(findings, (list, tuple)):
-            kinds = [str(f.get("kind")) for f in findings if isinstance(f, Mapping)]
-            attributes["harness.recovery.findings"] = kinds
-        if (at := _int(data.get("atSeq"))) is not None:
-            attributes["harness.recovery.at_seq"] = at
-        self._event(None, c.EVENT_WORLD_CHECK, event.time, attributes, event.seq)
-
-
-def _tool_description(header: Mapping[str, Any], name: str) -> str | None:
-    tools = header.get("tools")
-    if not isinstance(tools, (list, tuple)):
-        return None
-    for tool in tools:
-        if (
-            isinstance(tool, Mapping)
-            and tool.get("name") == name
-            and isinstance(tool.get("description"), str)
-        ):
-            description: str = tool["description"]
-            return description
-    return None
-
-
-def _call_name(message: Any, call_id: str) -> str:
-    if isinstance(message, Mapping):
-        for block in message.get("content") or ():
-            if isinstance(block, Mapping) and block.get("type") == "tool-call" and block.get("id") == call_id:
-                return str(block.get("name") or "unknown")
-    return "unknown"
 
 
 _HANDLERS = {
