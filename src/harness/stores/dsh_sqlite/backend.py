@@ -357,31 +357,44 @@ class DshSqliteBackend(ThreadedDatabase):
         (``PersistenceFailed``); a failed commit (an fsync error, a full disk) may have
         written the rows (``OutcomeUnknown``): the store's next attempt learns from the tail
         what is stored, as with ``SqliteBackend``."""
+
+        def step(conn: sqlite3.Connection) -> None:
+            body(conn)
+            conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (key,))
+
+        self._immediate(
+            step,
+            failed=f"{what} session {session_id!r} in {self._path} failed, nothing written",
+            unknown=f"{what} session {session_id!r} in {self._path}",
+            after="outcome unknown: the next attempt reads what is stored first",
+        )
+
+    def _immediate(
+        self, body: Callable[[sqlite3.Connection], _T], *, failed: str, unknown: str, after: str
+    ) -> _T:
+        """``body`` inside one ``BEGIN IMMEDIATE`` transaction, the file's identity checked
+        again first. An error before the commit rolls back (``PersistenceFailed``: ``failed``,
+        nothing changed); a failed commit is ``OutcomeUnknown`` (``unknown``, then ``after``)."""
         conn = self._db
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 check_identity_for_write(conn, str(self._path))
-                body(conn)
-                conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (key,))
+                result = body(conn)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            raise PersistenceFailed(
-                f"{what} session {session_id!r} in {self._path} failed, nothing written: {error}"
-            ) from error
+            raise PersistenceFailed(f"{failed}: {error}") from error
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as error:
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-            raise OutcomeUnknown(
-                f"{what} session {session_id!r} in {self._path}: the commit failed ({error}); "
-                "outcome unknown: the next attempt reads what is stored first"
-            ) from error
+            raise OutcomeUnknown(f"{unknown}: the commit failed ({error}); {after}") from error
+        return result
 
     async def delete(self, session_id: str) -> None:
         """Remove the session for good: its rows and session row in one ``BEGIN IMMEDIATE``
@@ -392,33 +405,21 @@ class DshSqliteBackend(ThreadedDatabase):
         await self._run(self._delete, session_id, key)
 
     def _delete(self, session_id: str, key: str) -> None:
-        conn = self._db
-        found = False
+        def step(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
+            return conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
+
+        failed = f"deleting session {session_id!r} from {self._path} failed, nothing deleted"
         try:
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                check_identity_for_write(conn, str(self._path))
-                conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
-                found = conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            self._db.execute("PRAGMA secure_delete = ON")  # not inside a transaction
         except sqlite3.Error as error:
-            raise PersistenceFailed(
-                f"deleting session {session_id!r} from {self._path} failed, nothing deleted: {error}"
-            ) from error
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            raise OutcomeUnknown(
-                f"deleting session {session_id!r} from {self._path}: the commit failed ({error}); "
-                "outcome unknown"
-            ) from error
+            raise PersistenceFailed(f"{failed}: {error}") from error
+        found = self._immediate(
+            step,
+            failed=failed,
+            unknown=f"deleting session {session_id!r} from {self._path}",
+            after="outcome unknown",
+        )
         if self._pending.pop(session_id, None) is None and not found:
             raise SessionNotFound(f"no session {session_id!r}")
 
