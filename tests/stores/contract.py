@@ -290,18 +290,25 @@ class StoreContract:
         run(scenario())
 
     def test_h71_an_event_admitted_during_a_write_follows_right_after(self, tmp_path: Path) -> None:
+        # Window 0.6 s, each write 0.8 s. The first write runs from 0.6 to 1.4 s; the second
+        # event, admitted at 0.7 s, has its window over at 1.3 s, so its write must start as the
+        # first ends: the writes end ~0.8 s apart. Counting its window from the first write's end
+        # instead would put them ~1.4 s apart; 1.1 s splits the two with 0.3 s to spare for load.
         async def scenario() -> None:
-            backend = self._faulty(tmp_path, delay_s=0.3)
-            store = SessionStore(backend, write_window_s=0.05)
+            backend = self._faulty(tmp_path, delay_s=0.8)
+            store = SessionStore(backend, write_window_s=0.6)
             session = await store.create()
+            loop = asyncio.get_running_loop()
             session.append("turn/start", {"turn": 1})
-            await asyncio.sleep(0.1)  # the first write is running (0.05 + 0.3 s)
+            await asyncio.sleep(0.7)  # the first write is running (0.6 + 0.8 s)
+            assert backend.appends == []
             session.append("step/start", {"turn": 1, "step": 1})
-            await asyncio.sleep(0.8)
+            deadline = loop.time() + 10
+            while len(backend.appends) < 2 and loop.time() < deadline:
+                await asyncio.sleep(0.02)
             assert [size for _, size in backend.appends] == [1, 1]
-            assert (
-                backend.appends[1][0] - backend.appends[0][0] < 0.45
-            )  # started right after, not a window later
+            gap = backend.appends[1][0] - backend.appends[0][0]
+            assert 0.8 <= gap < 1.1, gap  # started right after the first, not a window later
             await store.close()
 
         run(scenario())
