@@ -190,8 +190,9 @@ def test_renewal_keeps_the_lease_beyond_its_ttl(pg: PgSchema) -> None:
     async def go() -> None:
         async with pg.opened() as backend:
             await backend.create(header())
-            first = await backend.acquire("s1", "me", 0.6)
-            await asyncio.sleep(1.5)  # two and a half TTLs: only renewals keep it alive
+            # Renewed every ttl / 3: a 1.5 s TTL leaves a renewal 1 s of lateness on a loaded machine.
+            first = await backend.acquire("s1", "me", 1.5)
+            await asyncio.sleep(3.75)  # two and a half TTLs: only renewals keep it alive
             renewed = backend.lease("s1")
             assert renewed is not None and renewed.token == first.token
             assert renewed.expires_at > first.expires_at
