@@ -14,7 +14,9 @@ import os
 import random
 import select
 import signal
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -127,6 +129,10 @@ def child(make: Callable[[Path], Backend], root: Path, write_fd: int, first_run:
 
     try:
         asyncio.run(main())
+    except BaseException:  # the parent sees the pipe close: say why on the test's stderr
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
     finally:
         os._exit(0)
 
@@ -160,7 +166,7 @@ def run_and_kill(make: Callable[[Path], Backend], root: Path, first_run: bool, r
                 continue
             chunk = os.read(read_fd, 65536)
             if not chunk:
-                raise AssertionError("the writer exited before it was killed")
+                raise AssertionError("the writer exited before it was killed (its traceback is on stderr)")
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
