@@ -14,7 +14,7 @@ verbatim line. Packing is per batch, so a run never spans two writes.
 
 from __future__ import annotations
 
-import itertools
+import operator
 import re
 from collections.abc import Sequence
 from typing import Any, Final, TypeAlias
@@ -135,6 +135,7 @@ _ROW_TAGS: Final = {
     b"reasoning-delta": b"reasoning-chunks",
     b"tool-call-delta": b"tool-call-chunks",
 }
+_ROW_NAMES: Final = {kind: tag.decode() for kind, tag in _ROW_TAGS.items()}
 _TEXT_CHUNK_KEYS: Final = frozenset({"type", "index", "text"})
 _TOOL_CHUNK_KEYS: Final = frozenset({"type", "index", "id", "argumentsDelta"})
 _TOOL_CHUNK_KEYS_NAMED: Final = _TOOL_CHUNK_KEYS | {"name"}
@@ -150,9 +151,22 @@ _TEXT_SHAPE: Final = re.compile(
     rb'\{"turn":' + _INT + rb',"step":' + _INT + rb',"chunk":\{"type":"(text-delta|reasoning-delta)"'
     rb',"index":' + _INT + rb',"text":' + _STR + rb"\}\}"
 )
+_PIECE_TAIL: Final = re.compile(_STR + rb"\}\}")
+"""What follows a chunk's block in its data: the piece (one JSON string literal) and ``}}``."""
 _TOOL_SHAPE: Final = re.compile(
-    rb'\{"turn":' + _INT + rb',"step":' + _INT + rb',"chunk":\{"type":"(tool-call-delta)","index":' + _INT
-    + rb',"id":' + _STR + rb'(?:,"name":' + _STR + rb')?,"argumentsDelta":' + _STR + rb"\}\}"
+    rb'\{"turn":'
+    + _INT
+    + rb',"step":'
+    + _INT
+    + rb',"chunk":\{"type":"(tool-call-delta)","index":'
+    + _INT
+    + rb',"id":'
+    + _STR
+    + rb'(?:,"name":'
+    + _STR
+    + rb')?,"argumentsDelta":'
+    + _STR
+    + rb"\}\}"
 )
 
 _Block: TypeAlias = tuple[bytes, ...]
@@ -211,8 +225,8 @@ def _packable_decoded(raw: bytes) -> tuple[_Block, bytes] | None:
 
 
 def _row(block: _Block, run: list[Event], pieces: list[bytes]) -> bytes:
-    moments = [event.time for event in run]
-    gaps = b",".join([b"%d" % (later - earlier) for earlier, later in itertools.pairwise(moments)])
+    times = [event.time for event in run]
+    gaps = b",".join(map(b"%d".__mod__, map(operator.sub, times[1:], times)))
     if len(block) > 4:
         name = block[5] and b',"name":' + block[5]
         tail = b',"id":%s%s,"args":[%s]}}' % (block[4], name, b",".join(pieces))
@@ -231,27 +245,40 @@ def _row(block: _Block, run: list[Event], pieces: list[bytes]) -> bytes:
     )
 
 
-def pack_records(
-    events: Sequence[Event], *, max_members: int | None = None, max_bytes: int | None = None
-) -> list[tuple[int, str, int, bytes]]:
-    """The storage records of one write batch as ``(seq, type, time, line)``: a packed row
-    gives its first member's seq and time and its row type (``text-chunks`` …), any other
-    event its own. See ``pack_rows`` for the packing rules. ``max_members`` and
-    ``max_bytes`` (of the members' encoded text) cap one row; a longer run continues in the next."""
-    out: list[tuple[int, str, int, bytes]] = []
+def _pack(events: Sequence[Event], max_members: int | None, max_bytes: int | None, keyed: bool) -> list[Any]:
+    """``pack_records`` (``keyed``) or ``pack_rows``: one pass over the batch.
+
+    The loop is per event, so it keeps per event only what the rules need. A chunk
+    whose data starts with the bytes before the piece of the last chunk the byte
+    patterns matched (its block: ``{"turn":…,"text":``) and goes on with one JSON
+    string and ``}}`` is a match of the same pattern with the same groups: only
+    that string is checked (``_PIECE_TAIL``), not the whole pattern again.
+    """
+    out: list[Any] = []
+    add = out.append
     run: list[Event] = []
     pieces: list[bytes] = []
     block: _Block = ()
     size = 0
+    capped = max_members is not None or max_bytes is not None
     most = MAX_SAFE_INTEGER if max_members is None else max_members
     largest = MAX_SAFE_INTEGER if max_bytes is None else max_bytes
+    text_shape = _TEXT_SHAPE.fullmatch
+    tool_shape = _TOOL_SHAPE.fullmatch
+    piece_tail = _PIECE_TAIL.fullmatch
+    prefix: bytes | None = None  # the data before the piece of the last byte-matched chunk
+    start = 0  # len(prefix)
+    prefix_block: _Block = ()  # its block
 
     def close_run() -> None:
         if len(run) >= MIN_PACKED_RUN:
             first = run[0]
-            out.append((first.seq, _ROW_TAGS[block[2]].decode(), first.time, _row(block, run, pieces)))
-        else:
+            line = _row(block, run, pieces)
+            add((first.seq, _ROW_NAMES[block[2]], first.time, line) if keyed else line)
+        elif keyed:
             out.extend([(event.seq, event.type, event.time, event.encode()) for event in run])
+        else:
+            out.extend([event.encode() for event in run])
         run.clear()
         pieces.clear()
 
@@ -269,21 +296,32 @@ def pack_records(
             and 0 <= seq <= MAX_SAFE_INTEGER
             and -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER
         ):
-            found = _shape(event.data_json)
-            if found is not None:
-                member_block, piece = found
+            raw = event.data_json
+            if prefix is not None and raw.startswith(prefix) and piece_tail(raw, start) is not None:
+                member_block = prefix_block
+                piece = raw[start:-2]
+            else:
+                match = text_shape(raw) or tool_shape(raw)
+                if match is not None:
+                    groups = match.groups(b"")  # an absent tool name: b"" (a present one has its quotes)
+                    member_block, piece = groups[:-1], groups[-1]
+                    start = len(raw) - 2 - len(piece)  # the piece is followed by }} and the end
+                    prefix, prefix_block = raw[:start], member_block
+                else:
+                    found = _packable_decoded(raw)
+                    if found is not None:
+                        member_block, piece = found
         if piece is None:
             if run:
                 close_run()
-            out.append((seq, event.type, moment, event.encode()))
+            add((seq, event.type, moment, event.encode()) if keyed else event.encode())
             continue
         length = len(piece) - 2  # the encoded text, without its quotes
         if run and (
-            member_block != block
+            (member_block is not block and member_block != block)
             or seq != last_seq + 1
             or not -MAX_SAFE_INTEGER <= moment - last_time <= MAX_SAFE_INTEGER
-            or len(run) >= most
-            or size + length > largest
+            or (capped and (len(run) >= most or size + length > largest))
         ):
             close_run()
         if not run:
@@ -298,6 +336,16 @@ def pack_records(
     return out
 
 
+def pack_records(
+    events: Sequence[Event], *, max_members: int | None = None, max_bytes: int | None = None
+) -> list[tuple[int, str, int, bytes]]:
+    """The storage records of one write batch as ``(seq, type, time, line)``: a packed row
+    gives its first member's seq and time and its row type (``text-chunks`` …), any other
+    event its own. See ``pack_rows`` for the packing rules. ``max_members`` and
+    ``max_bytes`` (of the members' encoded text) cap one row; a longer run continues in the next."""
+    return _pack(events, max_members, max_bytes, True)
+
+
 def pack_rows(events: Sequence[Event]) -> list[bytes]:
     """The storage lines (no newlines) of one write batch (FORMAT §9.2).
 
@@ -308,4 +356,4 @@ def pack_rows(events: Sequence[Event]) -> list[bytes]:
     shape is not exactly whitelisted is written verbatim, so packing never loses
     data. Expanding the rows gives back exactly the events given.
     """
-    return [record[3] for record in pack_records(events)]
+    return _pack(events, None, None, False)
