@@ -183,6 +183,25 @@ class Session:
         session = _restore(id, seed, header, clock=clock, decoded=True, closers=closers)
         return session, closers
 
+    @classmethod
+    def from_checked(
+        cls,
+        id: str,
+        seed: Iterable[Event],
+        header: SessionHeader | Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+    ) -> tuple[Session, list[Event]]:
+        """``from_stored`` for a store's fast restore: ``seed`` holds finished ``Event``s
+        that the caller already held to FORMAT §7.2 steps 1-5 (lossless ``data_json``,
+        envelope, message and request-header shapes, nothing legacy). Here only the seq
+        order and the Surface rules are checked, as ``from_stored`` does, then crash
+        repair. Raises ``InvalidSeed`` like ``from_stored``.
+        """
+        closers: list[Event] = []
+        session = _restore(id, seed, header, clock=clock, decoded=True, closers=closers, checked=True)
+        return session, closers
+
     # ---- state --------------------------------------------------------------------------
 
     @property
@@ -418,6 +437,7 @@ def _restore(
     clock: Clock | None,
     decoded: bool,
     closers: list[Event] | None = None,
+    checked: bool = False,
 ) -> Session:
     """Restore a session. ``decoded=True``: seed items are fresh JSON decodes owned by
     the caller (a store), so the lossless walk is skipped. With a ``closers`` list, the
@@ -430,7 +450,10 @@ def _restore(
     # A restore walks millions of acyclic JSON containers; the cyclic garbage
     # collector would rescan the growing heap again and again for nothing.
     with collector_paused():
-        _validate_seed(session, seed, decoded=decoded)
+        if checked:
+            _adopt_checked(session, seed)  # type: ignore[arg-type]
+        else:
+            _validate_seed(session, seed, decoded=decoded)
         if closers is not None:
             closers.extend(_checked_closers(session))
     session._first_live_seq = len(session._events)
@@ -458,6 +481,33 @@ def _checked_closers(session: Session) -> list[Event]:
             rule="repair",
         ) from None
     return events[start:]
+
+
+def _adopt_checked(session: Session, seed: Iterable[Event]) -> None:
+    """The Surface half of ``_validate_seed`` for events already checked otherwise
+    (``Session.from_checked``): seq contiguity, then the Surface rules."""
+    events = session._events
+    surface = session._surface
+    append = events.append
+    for index, event in enumerate(seed):
+        if event.seq != index:
+            raise InvalidSeed(
+                f"seed must be contiguous from 0: event at index {index} has seq {event.seq!r}",
+                index=index,
+                rule="contiguity",
+            )
+        if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
+            # What check() + apply() do for an event that leaves the Surface alone.
+            surface._next_seq = index + 1
+        else:
+            try:
+                transition = surface.validate_next(event)
+            except SurfaceRuleError as error:
+                raise InvalidSeed(
+                    f"invalid seed event at index {index}: {error.detail}", index=index, rule="surface"
+                ) from None
+            surface.apply(transition)
+        append(event)
 
 
 def _validate_seed(

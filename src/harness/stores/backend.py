@@ -100,19 +100,32 @@ class WireStream:
     changed while read. ``exact()`` then reads the log again the exact way (a full
     ``StoredLog`` with every rule applied, errors included). ``progress`` is
     advanced by the stream as it reads.
+
+    A backend that can also hand over its stored lines sets ``lines`` (one storage row
+    each, no newline, raising ``StreamRejected`` like ``events``), ``packed`` (whether
+    packed chunk rows are expanded) and ``finished`` (told the event count once the
+    lines were read; it may raise ``StreamRejected``): a restore then takes the fast
+    path of ``harness.stores.fastrestore`` and never builds the events' wire objects.
     """
 
-    __slots__ = ("events", "exact", "progress")
+    __slots__ = ("events", "exact", "finished", "lines", "packed", "progress")
 
     def __init__(
         self,
         events: Callable[[], Iterator[dict[str, Any]]],
         exact: Callable[[], Awaitable[StoredLog]],
         progress: ReadProgress | None = None,
+        *,
+        lines: Callable[[], Iterator[bytes | str]] | None = None,
+        packed: bool = True,
+        finished: Callable[[int], None] | None = None,
     ) -> None:
         self.events = events
         self.exact = exact
         self.progress = progress or ReadProgress(0)
+        self.lines = lines
+        self.packed = packed
+        self.finished = finished
 
 
 class StoredLog(msgspec.Struct, frozen=True):

@@ -43,6 +43,7 @@ from harness.stores.backend import (
     read_whole,
     stored_equals,
 )
+from harness.stores.fastrestore import fast_events
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease, LeasingBackend, TailingBackend
 from harness.stores.legacy import (
@@ -120,6 +121,18 @@ def _current_only(
         progress(read.total, read.total)
 
 
+def _counted(events: Iterator[Event], stream: WireStream, progress: Progress | None) -> Iterator[Event]:
+    if progress is None:
+        yield from events
+        return
+    read = stream.progress
+    for count, event in enumerate(events, 1):
+        if count % _PROGRESS_EVERY == 0:
+            progress(read.done, read.total)
+        yield event
+    progress(read.total, read.total)
+
+
 def restore_streamed(
     session_id: str, log: StoredLog, *, clock: Clock | None = None, progress: Progress | None = None
 ) -> tuple[Session, list[Event]] | None:
@@ -136,6 +149,12 @@ def restore_streamed(
         return None
     try:
         with collector_paused():
+            if stream.lines is not None:
+                lines = fast_events(stream.lines(), packed=stream.packed, finished=stream.finished)
+                checked = _counted(lines, stream, progress)
+                session, closers = Session.from_checked(session_id, checked, log.header, clock=clock)
+                check_closers(closers)
+                return session, closers
             events = _current_only(stream.events(), stream, progress)
             session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
             check_closers(closers)

@@ -80,7 +80,7 @@ from harness.stores.jsonl.paths import (
 )
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
-from harness.stores.jsonl.stream import plain_events, zstd_events
+from harness.stores.jsonl.stream import plain_events, plain_lines, zstd_events, zstd_lines
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["JsonlBackend"]
@@ -441,6 +441,7 @@ class JsonlBackend:
             frames = scan.frames[1:]
             progress = ReadProgress(len(buf))
             events = lambda: zstd_events(buf, frames, finished, progress)  # noqa: E731
+            lines = lambda: zstd_lines(buf, frames, progress)  # noqa: E731
         else:
             with open(path, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
@@ -453,7 +454,10 @@ class JsonlBackend:
             start = len(first)
             progress = ReadProgress(size)
             events = lambda: plain_events(path, start, size, finished, progress)  # noqa: E731
-        stream = WireStream(events, lambda: self.read_exact(session_id), progress)
+            lines = lambda: plain_lines(path, start, size, progress)  # noqa: E731
+        stream = WireStream(
+            events, lambda: self.read_exact(session_id), progress, lines=lines, finished=finished
+        )
         return StoredLog(header, [], None, path, stream=stream)
 
     def _stream_finished(self, header: SessionHeader, path: str, size: int) -> Callable[[int], None]:

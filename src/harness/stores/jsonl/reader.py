@@ -12,16 +12,19 @@ anything: the stored events plus the closers a crash repair would commit.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import zstandard
 
-from harness.errors import CorruptSession
+from harness.errors import CorruptSession, HarnessError, InvalidSeed
 from harness.events.collector import collector_paused
 from harness.session.header import SessionHeader
 from harness.session.session import Session
-from harness.stores.backend import StoredLog, TornTail
+from harness.stores.backend import ReadProgress, StoredLog, StreamRejected, TornTail
+from harness.stores.fastrestore import fast_events
 from harness.stores.jsonl.fileio import read_stable
 from harness.stores.jsonl.frames import (
     FrameError,
@@ -34,6 +37,8 @@ from harness.stores.jsonl.frames import (
 from harness.stores.jsonl.headerline import parse_header_line
 from harness.stores.jsonl.paths import Compression
 from harness.stores.jsonl.scanner import LineScanner
+from harness.stores.jsonl.stream import plain_lines, zstd_lines
+from harness.stores.legacy import check_closers
 from harness.stores.store import restore_stored
 
 __all__ = ["LogScan", "compression_of", "parse_log", "read_log_file", "read_session_file"]
@@ -166,6 +171,52 @@ def read_session_file(path: str) -> Session:
     left open (FORMAT §8), then the ``session/end-seed`` every restore appends.
     Raises ``CorruptSession`` or ``UnsupportedFormat`` like a load.
     """
+    streamed = _read_streamed(path)
+    if streamed is not None:
+        return streamed
     scan = read_log_file(path)
     session, _closers = restore_stored(scan.header.id, scan.stored_log())
+    return session
+
+
+_HEADER_LIMIT = 1 << 20  # a longer first line is left to the exact read
+
+
+def _open_lines(path: str) -> tuple[SessionHeader, Iterator[bytes]] | None:
+    """The header and the lines of a log that opens cleanly, else ``None``."""
+    progress = ReadProgress(0)
+    if compression_of(path) == "zstd":
+        buf = read_stable(path)
+        scan = scan_frames(buf)
+        if scan.torn_start is not None or not scan.frames:
+            return None
+        first_start, first_end = scan.frames[0]
+        line = header_line_of(memoryview(buf)[first_start:first_end], path=path, offset=first_start)
+        header = parse_header_line(line, session_id=None, path=path)
+        return header, zstd_lines(buf, scan.frames[1:], progress)
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        first = handle.readline(_HEADER_LIMIT)
+    if not first.endswith(b"\n"):
+        return None
+    header = parse_header_line(first[:-1], session_id=None, path=path)
+    return header, plain_lines(path, len(first), size, progress)
+
+
+def _read_streamed(path: str) -> Session | None:
+    """``read_session_file`` on the fast path (``harness.stores.fastrestore``); ``None``
+    for anything it does not settle, which the exact pipeline then reads."""
+    try:
+        opened = _open_lines(path)
+    except (HarnessError, OSError, ValueError, zstandard.ZstdError):
+        return None  # the exact read says precisely what is wrong
+    if opened is None:
+        return None
+    header, lines = opened
+    try:
+        with collector_paused():
+            session, closers = Session.from_checked(header.id, fast_events(lines), header)
+            check_closers(closers)
+    except (StreamRejected, InvalidSeed):
+        return None
     return session

@@ -21,7 +21,7 @@ from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.stores.backend import ReadProgress, StreamRejected
 from harness.stores.jsonl.frames import decode_frame
 
-__all__ = ["BLOCK_SIZE", "plain_events", "zstd_events"]
+__all__ = ["BLOCK_SIZE", "plain_events", "plain_lines", "zstd_events", "zstd_lines"]
 
 BLOCK_SIZE: Final = 1 << 20
 
@@ -60,12 +60,8 @@ class _Lines:
                 yield event
 
 
-def plain_events(
-    path: str, start: int, size: int, finished: Finished, progress: ReadProgress
-) -> Iterator[dict[str, Any]]:
-    """The events of the plain log at ``path`` between byte ``start`` (after the
-    header line) and ``size`` (its size when the read began). ``progress`` counts bytes."""
-    lines = _Lines()
+def _plain_blocks(path: str, start: int, size: int, progress: ReadProgress) -> Iterator[list[bytes]]:
+    """The lines of the plain log at ``path`` from byte ``start`` to ``size``, a block at a time."""
     with open(path, "rb") as handle:
         handle.seek(start)
         remaining = size - start
@@ -79,19 +75,13 @@ def plain_events(
             pieces = (pending + block if pending else block).split(b"\n")
             pending = pieces.pop()
             del block
-            yield from lines.events(pieces)
+            yield pieces
     if pending:
         raise StreamRejected("the last line has no newline")
-    finished(lines.expected)
 
 
-def zstd_events(
-    buf: bytes, frames: list[tuple[int, int]], finished: Finished, progress: ReadProgress
-) -> Iterator[dict[str, Any]]:
-    """The events of the complete zstd frames ``frames`` of ``buf`` (the header frame
-    excluded), each frame decoded and checked when it is reached. ``progress`` counts
-    compressed bytes."""
-    lines = _Lines()
+def _zstd_blocks(buf: bytes, frames: list[tuple[int, int]], progress: ReadProgress) -> Iterator[list[bytes]]:
+    """The lines of the complete zstd frames ``frames`` of ``buf``, a frame at a time."""
     view = memoryview(buf)
     for start, end in frames:
         try:
@@ -103,5 +93,39 @@ def zstd_events(
             raise StreamRejected(f"the frame at byte {start} ends inside a line")
         del plaintext
         progress.done = end
+        yield pieces
+
+
+def plain_events(
+    path: str, start: int, size: int, finished: Finished, progress: ReadProgress
+) -> Iterator[dict[str, Any]]:
+    """The events of the plain log at ``path`` between byte ``start`` (after the
+    header line) and ``size`` (its size when the read began). ``progress`` counts bytes."""
+    lines = _Lines()
+    for pieces in _plain_blocks(path, start, size, progress):
         yield from lines.events(pieces)
     finished(lines.expected)
+
+
+def plain_lines(path: str, start: int, size: int, progress: ReadProgress) -> Iterator[bytes]:
+    """The lines (no newline) ``plain_events`` decodes, for ``WireStream.lines``."""
+    for pieces in _plain_blocks(path, start, size, progress):
+        yield from pieces
+
+
+def zstd_events(
+    buf: bytes, frames: list[tuple[int, int]], finished: Finished, progress: ReadProgress
+) -> Iterator[dict[str, Any]]:
+    """The events of the complete zstd frames ``frames`` of ``buf`` (the header frame
+    excluded), each frame decoded and checked when it is reached. ``progress`` counts
+    compressed bytes."""
+    lines = _Lines()
+    for pieces in _zstd_blocks(buf, frames, progress):
+        yield from lines.events(pieces)
+    finished(lines.expected)
+
+
+def zstd_lines(buf: bytes, frames: list[tuple[int, int]], progress: ReadProgress) -> Iterator[bytes]:
+    """The lines (no newline) ``zstd_events`` decodes, for ``WireStream.lines``."""
+    for pieces in _zstd_blocks(buf, frames, progress):
+        yield from pieces
