@@ -414,3 +414,23 @@ def test_read_session_file_of_a_broken_file_raises_what_the_exact_pipeline_raise
     with pytest.raises(HarnessError) as raised:
         outcome()
     assert (type(raised.value).__name__, str(raised.value)) == exact_outcome(broken, path=str(path))
+
+
+@pytest.mark.parametrize("block", [7, 256, 1 << 16])
+def test_lines_longer_than_a_block_are_read_whole(
+    tmp_path: Path, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.stores.jsonl.stream as stream_module
+
+    monkeypatch.setattr(stream_module, "BLOCK_SIZE", block)
+    session = Session.create(HEADER, clock=lambda: 5)
+    for size in (1, 3000, 10, 70_000, 2):
+        session.append("session/title", {"title": "t" * size})
+    body = b"".join(event.encode() + b"\n" for event in session.events)
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(dumps(HEADER.to_json(line=True)) + b"\n" + body)
+    streamed = _read_streamed(str(path))
+    assert streamed is not None
+    assert [e.data_json for e in streamed.events][:-1] == [e.data_json for e in session.events]
+    path.write_bytes(path.read_bytes()[:-1])  # a torn last line: left to the exact read
+    assert _read_streamed(str(path)) is None
