@@ -2,14 +2,14 @@
 
 SQLite and PostgreSQL both keep a session's header line and one row per event holding its
 exact wire line. ``header_from_text`` applies the header rules (a foreign version is
-``UnsupportedFormat``, checked first; anything else wrong is corruption); ``row_events`` is
-the ``WireStream`` body over fetched rows, which lets each row go once it is decoded and
-rejects (``StreamRejected``) anything but an object carrying its row's seq.
+``UnsupportedFormat``, checked first; anything else wrong is corruption); ``page_events`` is
+the ``WireStream`` body over pages of fetched rows, which lets each page go once it is
+decoded and rejects (``StreamRejected``) anything but an object carrying its row's seq.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
@@ -20,7 +20,7 @@ from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
-__all__ = ["decode_row", "header_from_text", "row_events", "title_from_line", "title_seq"]
+__all__ = ["decode_row", "header_from_text", "page_events", "title_from_line", "title_seq"]
 
 
 def header_from_text(
@@ -82,41 +82,52 @@ def title_seq(batch: Sequence[Event]) -> int | None:
     return None
 
 
-def row_events(
-    rows: list[Any],
+def page_events(
+    pages: Iterable[Sequence[Any]],
     progress: ReadProgress,
     length: int,
-    line_of: Callable[[Any], Any] | None = None,
     *,
+    keyed: bool = False,
     packed: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Decode ``rows`` (lines, or rows whose line ``line_of`` picks) as the events with seqs
-    0 … ``length`` − 1, expanding packed chunk rows when ``packed``; each row is dropped from
-    ``rows`` once decoded."""
+    """Decode the stored rows of ``pages`` (in seq order) as the events with seqs 0 …
+    ``length`` − 1, expanding packed chunk rows when ``packed``.
+
+    A row is its line (bytes or text), or, when ``keyed``, a ``(seq, line)`` pair whose
+    ``seq`` column must be the seq of the row's first event (the exact read's rule).
+    ``progress`` counts events. Each page is dropped once decoded.
+    """
     expected = 0
-    for index in range(len(rows)):
-        row = rows[index]
-        rows[index] = None
-        line = row if line_of is None else line_of(row)
-        try:
-            record = loads(line)
-        except ValueError:
-            raise StreamRejected(f"unparsable row {index}") from None
-        if type(record) is not dict:
-            raise StreamRejected(f"row {index} is not an object")
-        if packed and is_packed_row(record):
+    index = 0
+    for page in pages:
+        for row in page:
+            if keyed:
+                seq, line = row
+                if seq != expected:
+                    raise StreamRejected(f"row {index} is stored at seq {seq!r}, not {expected}")
+            else:
+                line = row
             try:
-                members = expand_row(record)
-            except PackedRowError:
-                raise StreamRejected(f"row {index} is an invalid packed row") from None
-        else:
-            members = [record]
-        for event in members:
-            if event.get("seq") != expected:
-                raise StreamRejected(f"row {index} does not hold seq {expected}")
-            expected += 1
-            yield event
-        progress.done = index + 1
+                record = loads(line)
+            except ValueError:
+                raise StreamRejected(f"unparsable row {index}") from None
+            if type(record) is not dict:
+                raise StreamRejected(f"row {index} is not an object")
+            if packed and is_packed_row(record):
+                try:
+                    members = expand_row(record)
+                except PackedRowError:
+                    raise StreamRejected(f"row {index} is an invalid packed row") from None
+            else:
+                members = [record]
+            for event in members:
+                if event.get("seq") != expected:
+                    raise StreamRejected(f"row {index} does not hold seq {expected}")
+                expected += 1
+                yield event
+            index += 1
+            progress.done = expected
+        del page
     if expected != length:
         raise StreamRejected(f"{expected} events stored where {length} are recorded")
 

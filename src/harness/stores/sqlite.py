@@ -118,7 +118,8 @@ from harness.stores.backend import (
 )
 from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.ids import check_session_id
-from harness.stores.rows import decode_row, header_from_text, row_events, title_from_line, title_seq
+from harness.stores.rows import decode_row, header_from_text, page_events, title_from_line, title_seq
+from harness.stores.sqlite_pages import file_id, stored_pages
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -132,8 +133,6 @@ _T = TypeVar("_T")
 _PACKED_MEMBERS: Final = 1024
 _PACKED_BYTES: Final = 1 << 20
 _SELECT_ROWS: Final = "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq"
-# The stream takes the lines as bytes (the cast is free in SQLite) and checks seqs in the JSON.
-_SELECT_LINES: Final = "SELECT CAST(line AS BLOB) FROM events WHERE session_id = ? ORDER BY seq"
 _Key = str | bytes
 _Row = tuple[_Key, int, _Key, int, str]  # an events row: session_id, seq, type, time, line
 
@@ -143,10 +142,6 @@ def _described(error: sqlite3.Error) -> str:
     if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
         return f"{error}: no space left on the file system"
     return str(error)
-
-
-def _first_column(row: tuple[Any, ...]) -> Any:
-    return row[0]
 
 
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
@@ -267,6 +262,7 @@ class SqliteBackend(ThreadedDatabase):
             conn.close()
             raise
         self._conn = conn
+        self._file_id = file_id(path)  # what a stream must find at the path (sqlite_pages)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         path = self._path
@@ -494,16 +490,19 @@ class SqliteBackend(ThreadedDatabase):
     # -- read -------------------------------------------------------------------
 
     async def read(self, session_id: str) -> StoredLog:
-        """The committed log as a ``WireStream``: rows are fetched in one snapshot and
-        decoded as the store validates them (``torn`` is always ``None``)."""
+        """The committed log as a ``WireStream``: the header here, the rows fetched page by
+        page from a snapshot of the stream's own as the store validates them (see
+        ``sqlite_pages``; ``torn`` is always ``None``)."""
         check_session_id(session_id)
-        header, length, rows = await self._run(self._read_rows, session_id, _SELECT_LINES)
-        if not rows:
+        header, length, head = await self._run(self._read_rows, session_id, None)
+        if length <= 0:
             return await self.read_exact(session_id)  # it says why there is nothing to read
-        progress = ReadProgress(len(rows))
+        progress = ReadProgress(length)
+        path, opened, key, timeout = self._path, self._file_id, _sql_text(session_id), self._busy_timeout
 
         def events() -> Iterator[dict[str, Any]]:
-            return row_events(rows, progress, length, _first_column, packed=True)
+            pages = stored_pages(path, opened, key, (head[0][0], length), timeout)
+            return page_events(pages, progress, length, keyed=True, packed=True)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
@@ -512,14 +511,23 @@ class SqliteBackend(ThreadedDatabase):
         check_session_id(session_id)
         return await self._run(self._read, session_id)
 
-    def _read_rows(self, session_id: str, select: str = _SELECT_ROWS) -> tuple[SessionHeader, int, list[Any]]:
+    def _read_rows(
+        self, session_id: str, select: str | None = _SELECT_ROWS
+    ) -> tuple[SessionHeader, int, list[Any]]:
+        """The header, the recorded length and the rows ``select`` fetches, from one snapshot
+        (no ``select``: the session row ``(header, length)`` as the only row)."""
         conn = self._db
         key = _sql_text(session_id)
         try:
             conn.execute("BEGIN")
             try:
                 row = conn.execute("SELECT header, length FROM sessions WHERE id = ?", (key,)).fetchone()
-                lines = conn.execute(select, (key,)).fetchall() if row is not None else []
+                if row is None:
+                    lines = []
+                elif select is None:
+                    lines = [row]
+                else:
+                    lines = conn.execute(select, (key,)).fetchall()
             finally:
                 conn.execute("COMMIT")
         except sqlite3.Error as error:

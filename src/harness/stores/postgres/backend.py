@@ -52,9 +52,6 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Seque
 from typing import Any, Final, TypeVar
 
 import psycopg
-from psycopg.abc import Buffer
-from psycopg.adapt import Loader
-from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool
 
 from harness.errors import (
@@ -83,10 +80,11 @@ from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
 from harness.stores.postgres.errors import is_connection_error, translate
 from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
+from harness.stores.postgres.pages import TOO_LARGE, Page, RawText, fetch_pages, page_lines
 from harness.stores.postgres.poollog import one_line, route_pool_logs
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
-from harness.stores.rows import row_events, title_from_line
+from harness.stores.rows import page_events, title_from_line
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresBackend"]
 
@@ -98,15 +96,6 @@ READ_PAGE: Final = 4096
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
-
-
-class _RawText(Loader):
-    """Load ``text`` in binary format as the raw UTF-8 bytes (no ``str`` decoding)."""
-
-    format = Format.BINARY
-
-    def load(self, data: Buffer) -> bytes:
-        return bytes(data)
 
 
 async def _durable_commits(conn: Connection) -> None:
@@ -379,7 +368,7 @@ class PostgresBackend:
                 lines: list[bytes | None] = [None] * length
                 extra: list[bytes | None] = []
                 cursor = conn.cursor(binary=True)
-                cursor.adapters.register_loader("text", _RawText)
+                cursor.adapters.register_loader("text", RawText)
                 for start in range(0, length + 1, READ_PAGE):
                     if start + READ_PAGE > length:
                         await cursor.execute(self._q.lines_rest, (session_key, start))
@@ -399,19 +388,47 @@ class PostgresBackend:
             raise SessionNotFound(f"no session {session_id!r}")
         return found
 
+    async def _fetch_pages(self, session_id: str) -> tuple[object, int, list[Page] | None]:
+        """Header text, recorded length and the lines in pages (see ``pages``; ``None`` when
+        a page does not hold exactly its rows, or the log is empty), from one snapshot."""
+        check_session_id(session_id)
+        key = codec.db_text(session_id)
+
+        async def query(conn: Connection) -> tuple[object, int, list[Page] | None] | None:
+            header: object = None
+            length = 0
+            try:
+                async with conn.transaction():
+                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    row = await (await conn.execute(self._q.header, (key,))).fetchone()
+                    if row is None:
+                        return None
+                    session_key, header, length = row
+                    length = int(length)
+                    pages = await fetch_pages(conn, self._q, session_key, length) if length > 0 else None
+            except TOO_LARGE:
+                pages = None  # a page too large to join on the server: read exactly
+            return header, length, pages
+
+        found = await self._run(query, "reading", session_id, False)
+        if found is None:
+            if session_id in self._pending:
+                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise SessionNotFound(f"no session {session_id!r}")
+        return found
+
     async def read(self, session_id: str) -> StoredLog:
-        """The committed log as a ``WireStream``: lines fetched from one snapshot, decoded as the
-        store validates them (``torn`` is always ``None``); anything unusual falls back to
-        ``read_exact``, which names the problem."""
-        header_text, length, lines = await self._fetch(session_id)
+        """The committed log as a ``WireStream``: lines fetched from one snapshot in pages (see
+        ``pages``), decoded as the store validates them (``torn`` is always ``None``); anything
+        unusual falls back to ``read_exact``, which names the problem."""
+        header_text, length, pages = await self._fetch_pages(session_id)
         header = codec.decode_header(session_id, header_text, self._where)
-        if not lines or len(lines) != length or None in lines:
+        if pages is None:
             return await self.read_exact(session_id)
         progress = ReadProgress(length)
-        rows = lines
 
         def events() -> Iterator[dict[str, Any]]:
-            return row_events(rows, progress, length)
+            return page_events(page_lines(pages), progress, length)
 
         return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
 
