@@ -111,11 +111,18 @@ async def refuse_exact(session_id: str) -> StoredLog:
     raise AssertionError("a healthy log must restore from the stream alone")
 
 
+LINES = {"jsonl", "postgres"}
+"""The backends whose stream hands the store its lines (``fastrestore``), not wire objects."""
+
+
 def streamed_alone(make: Make, session_id: str) -> Outcome:
     """Inspect with the exact read made to fail: the stream alone must do it."""
 
     async def go() -> list[Event]:
         backend = make()
+        log = await backend.read(session_id)
+        assert log.stream is not None
+        assert (log.stream.lines is not None) == (type(backend).__name__[:-7].lower() in LINES)
         backend.read_exact = refuse_exact
         store = SessionStore(backend, clock=lambda: 7)
         try:

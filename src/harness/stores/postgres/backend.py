@@ -70,6 +70,7 @@ from harness.stores.backend import (
     ReadProgress,
     SessionInfo,
     StoredLog,
+    StreamRejected,
     WireStream,
     check_batch,
 )
@@ -80,7 +81,7 @@ from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
 from harness.stores.postgres.errors import is_connection_error, translate
 from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
-from harness.stores.postgres.pages import TOO_LARGE, Page, RawText, fetch_pages, page_lines
+from harness.stores.postgres.pages import TOO_LARGE, Page, RawText, fetch_pages, page_lines, stored_lines
 from harness.stores.postgres.poollog import one_line, route_pool_logs
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
@@ -430,7 +431,16 @@ class PostgresBackend:
         def events() -> Iterator[dict[str, Any]]:
             return page_events(page_lines(pages), progress, length)
 
-        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
+        def lines() -> Iterator[bytes]:
+            return stored_lines(pages, progress)
+
+        def finished(count: int) -> None:
+            if count != length:
+                raise StreamRejected(f"{count} events stored where {length} are recorded")
+
+        exact = lambda: self.read_exact(session_id)  # noqa: E731
+        stream = WireStream(events, exact, progress, lines=lines, packed=False, finished=finished)
+        return StoredLog(header, [], stream=stream)
 
     async def read_exact(self, session_id: str) -> StoredLog:
         """The committed log, every line decoded and validated (``CorruptSession`` names the seq)."""

@@ -25,9 +25,10 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
+from harness.stores.backend import ReadProgress
 from harness.stores.postgres.queries import Queries
 
-__all__ = ["PAGE_ROWS", "TOO_LARGE", "Page", "RawText", "fetch_pages", "page_lines"]
+__all__ = ["PAGE_ROWS", "TOO_LARGE", "Page", "RawText", "fetch_pages", "page_lines", "stored_lines"]
 
 PAGE_ROWS: Final = 1024
 """Seqs per page."""
@@ -99,3 +100,11 @@ def page_lines(pages: list[Page]) -> Iterator[list[bytes]]:
         page = pages[index]
         pages[index] = b""
         yield page.split(b"\n") if isinstance(page, bytes) else page
+
+
+def stored_lines(pages: list[Page], progress: ReadProgress) -> Iterator[bytes]:
+    """Every line of ``pages`` in order (``WireStream.lines``); ``progress`` counts lines,
+    which are events (PostgreSQL rows are not packed)."""
+    for lines in page_lines(pages):
+        yield from lines
+        progress.done += len(lines)
