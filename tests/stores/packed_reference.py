@@ -1,8 +1,9 @@
-"""The packing encoder and ``Event.encode`` as they were before issue 17's write-path work.
+"""The write path's encoders and checks as they were before issue 17's write-path work.
 
-A verbatim copy of ``harness.events.packed.pack_records`` (with ``_shape``,
-``_packable_decoded`` and ``_row``) and of ``Event.encode`` at commit 16baaa9: the
-reference the optimized encoders must agree with byte for byte
+Verbatim copies, at commit 16baaa9, of ``harness.events.packed.pack_records`` (with
+``_shape``, ``_packable_decoded`` and ``_row``), ``Event.encode``, and the batch checks
+``check_batch`` (stores/backend.py) and ``title_seq`` (stores/rows.py): the reference the
+optimized code must agree with, byte for byte and error for error
 (``test_packed_differential``). Not used by harness itself.
 """
 
@@ -10,15 +11,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, TypeAlias
 
 import orjson
 
+from harness.errors import SessionConflict
 from harness.events.event import _TYPE_JSON, Event, Replace, _type_json
 from harness.events.json import MAX_SAFE_INTEGER, dumps
 
-__all__ = ["encode", "pack_records", "pack_rows"]
+__all__ = ["check_batch", "encode", "pack_records", "pack_rows", "title_seq"]
 
 
 def encode(event: Event) -> bytes:
@@ -240,3 +242,25 @@ def pack_rows(events: Sequence[Event]) -> list[bytes]:
     data. Expanding the rows gives back exactly the events given.
     """
     return [record[3] for record in pack_records(events)]
+
+
+def check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
+    """``harness.stores.backend.check_batch``."""
+    for index, event in enumerate(batch):
+        if event.seq != expected + index:
+            raise SessionConflict(
+                f"append seq mismatch for session {session_id!r}: expected {expected + index} "
+                f"at index {index}, got {event.seq}",
+                expected=expected,
+                got=batch[0].seq,
+            )
+
+
+def title_seq(batch: Sequence[Event]) -> int | None:
+    """``harness.stores.rows.title_seq``."""
+    for event in reversed(batch):
+        if event.type == "session/title":
+            data = event.data
+            if isinstance(data, Mapping) and isinstance(data.get("title"), str):
+                return event.seq
+    return None

@@ -7,7 +7,8 @@ pack differently — spellings that share a run's leading bytes but not its piec
 (an unclosed or escaped quote, trailing bytes, a non-string piece, a backslash before a
 newline), other key orders, seqs and times of odd types and ranges, Surface operations,
 ignorable events, messages between runs, and the row caps SQLite uses. Same records,
-same bytes, or the same exception.
+same bytes, or the same exception. Likewise the per-batch checks ``check_batch`` and
+``title_seq``, over seqs, types and flags of any type the raw ``Event`` constructor takes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 from harness.events.event import Event, Replace
 from harness.events.json import MAX_SAFE_INTEGER, dumps
 from harness.events.packed import pack_records, pack_rows
+from harness.stores.backend import check_batch
+from harness.stores.rows import title_seq
 from tests.stores import packed_reference as reference
 
 _PREFIXES = [
@@ -139,8 +142,74 @@ def test_pack_records_and_rows_are_the_old_ones(
     assert _outcome(pack_rows, events) == _outcome(reference.pack_rows, events)
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.deferred(lambda: _event(3, 9)), max_size=5))
+class _Odd:
+    """A seq that compares by a rule of its own (and may refuse to compare at all)."""
+
+    def __init__(self, value: int, refuse: bool = False) -> None:
+        self.value = value
+        self.refuse = refuse
+
+    def __eq__(self, other: object) -> bool:
+        return self.value == other
+
+    def __ne__(self, other: object) -> bool:
+        if self.refuse:
+            raise ValueError("no comparing this seq")
+        return self.value != other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"_Odd({self.value})"
+
+
+class _Falsy:
+    """An ``ignorable`` whose truth cannot be told."""
+
+    def __bool__(self) -> bool:
+        raise ValueError("no truth here")
+
+
+_odd_fields = st.sampled_from(["x", None, 2.5, True, _Odd(4), _Odd(4, refuse=True)])
+
+
+@st.composite
+def _raw_event(draw: st.DrawFn) -> Event:
+    """An event with any field values the raw constructor lets through."""
+    seq: Any = draw(_odd_numbers | _odd_fields) if draw(st.integers(0, 3)) == 0 else draw(st.integers(0, 9))
+    moment: Any = draw(_odd_numbers | _odd_fields) if draw(st.integers(0, 5)) == 0 else 77
+    kind: Any = draw(st.sampled_from(["assistant/message", "session/title", "x/\u2028", "t\ud800"]))
+    op: Any = draw(st.sampled_from([None, None, "append", "other", Replace(1, 3), 5]))
+    seqs: Any = draw(st.sampled_from([None, None, (), (0, 2), [], [1], "ab"]))
+    ignorable: Any = draw(st.sampled_from([False, False, True, 0, 1, None, _Falsy()]))
+    data = draw(st.sampled_from([b"{}", b'{"title":"t"}', b'{"title":5}', b"[1]", b'"x"', b"null"]))
+    return Event(kind, seq, moment, data, op, seqs, ignorable)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.deferred(lambda: _event(3, 9)) | _raw_event(), max_size=5))
 def test_encode_is_the_old_one(events: list[Event]) -> None:
     for event in events:
         assert _outcome(event.encode) == _outcome(reference.encode, event)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(_raw_event(), max_size=6),
+    st.sampled_from([0, 3, -1, True, 2.0, "0"]),
+    st.booleans(),
+)
+def test_check_batch_and_title_seq_are_the_old_ones(
+    events: list[Event], expected: Any, contiguous: bool
+) -> None:
+    if contiguous and type(expected) is int:
+        events = [
+            Event(e.type, expected + i, e.time, e.data_json, e.surface_op, e.source_event_seqs, e.ignorable)
+            for i, e in enumerate(events)
+        ]
+    for batch in (events, tuple(events)):
+        assert _outcome(check_batch, "s", expected, batch) == _outcome(
+            reference.check_batch, "s", expected, batch
+        )
+        assert _outcome(title_seq, batch) == _outcome(reference.title_seq, batch)

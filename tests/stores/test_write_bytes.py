@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 
+from harness.events.event import Event
+from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
-from harness.stores.sqlite import SqliteBackend
+from harness.stores.sqlite import SqliteBackend, _sql_text
 from harness.stores.store import SessionStore
 
 _CREATED = 1_767_225_600_000
@@ -137,3 +139,32 @@ def stored_bytes(kind: str, root: Path) -> bytes:
 @pytest.mark.parametrize("kind", sorted(PINNED))
 def test_stored_bytes_are_pinned(kind: str, tmp_path: Path) -> None:
     assert hashlib.sha256(stored_bytes(kind, tmp_path)).hexdigest() == PINNED[kind]
+
+
+def test_sqlite_type_column_of_any_event_type(tmp_path: Path) -> None:
+    """The ``type`` column holds ``_sql_text`` of each row's type, whichever path built it:
+    ASCII, other Unicode, a lone surrogate (a BLOB), a ``str`` subclass, packed row names."""
+
+    class Kind(str):
+        pass
+
+    kinds: list[str] = ["turn/start", "x/é", "x/\ud800", Kind("x/sub"), Kind("x/\udfff"), "assistant/chunk"]
+
+    async def scenario() -> list[tuple[Any, ...]]:
+        backend = SqliteBackend(tmp_path / "k.db")
+        await backend.create(SessionHeader.new(id="k", created_at=_CREATED))
+        events = [Event(kind, seq, 5, b"{}") for seq, kind in enumerate(kinds)]
+        text = b'{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a"}}'
+        events += [Event("assistant/chunk", len(events) + i, 6, text) for i in range(3)]
+        await backend.append("k", events)
+        await backend.close()
+        conn = sqlite3.connect(tmp_path / "k.db")
+        try:
+            return conn.execute("SELECT seq, type, typeof(type) FROM events ORDER BY seq").fetchall()
+        finally:
+            conn.close()
+
+    stored = [(seq, _sql_text(kind)) for seq, kind in enumerate(kinds)]
+    expected = [(seq, value, "blob" if isinstance(value, bytes) else "text") for seq, value in stored]
+    assert [kind for _, _, kind in expected].count("blob") == 2
+    assert asyncio.run(scenario()) == [*expected, (len(kinds), "text-chunks", "text")]

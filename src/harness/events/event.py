@@ -111,6 +111,23 @@ class Event(msgspec.Struct, frozen=True, gc=False):
         kind = _TYPE_JSON.get(self.type)
         if kind is None:
             kind = _type_json(self.type)
+        if self.ignorable is False:  # the two shapes nearly every event has: one format, no list
+            seqs = self.source_event_seqs
+            op = self.surface_op
+            if seqs is None and op is None:
+                tail = b"}"
+            elif type(seqs) is tuple and not seqs and type(op) is str:  # a str op is written "append"
+                tail = b',"sourceEventSeqs":[],"surfaceOp":"append"}'
+            else:
+                tail = b""
+            if tail:
+                return b'{"type":%b,"seq":%d,"time":%d,"data":%b%b' % (
+                    kind,
+                    self.seq,
+                    self.time,
+                    self.data_json,
+                    tail,
+                )
         parts = [
             b'{"type":',
             kind,

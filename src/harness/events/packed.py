@@ -224,7 +224,7 @@ def _packable_decoded(raw: bytes) -> tuple[_Block, bytes] | None:
     return None
 
 
-def _row(block: _Block, run: list[Event], pieces: list[bytes]) -> bytes:
+def _row(block: _Block, run: Sequence[Event], pieces: list[bytes]) -> bytes:
     times = [event.time for event in run]
     gaps = b",".join(map(b"%d".__mod__, map(operator.sub, times[1:], times)))
     if len(block) > 4:
@@ -245,19 +245,22 @@ def _row(block: _Block, run: list[Event], pieces: list[bytes]) -> bytes:
     )
 
 
-def _pack(events: Sequence[Event], max_members: int | None, max_bytes: int | None, keyed: bool) -> list[Any]:
+def _pack(batch: Sequence[Event], max_members: int | None, max_bytes: int | None, keyed: bool) -> list[Any]:
     """``pack_records`` (``keyed``) or ``pack_rows``: one pass over the batch.
 
-    The loop is per event, so it keeps per event only what the rules need. A chunk
-    whose data starts with the bytes before the piece of the last chunk the byte
-    patterns matched (its block: ``{"turn":…,"text":``) and goes on with one JSON
-    string and ``}}`` is a match of the same pattern with the same groups: only
-    that string is checked (``_PIECE_TAIL``), not the whole pattern again.
+    The loop is per event, so it keeps per event only what the rules need: a run is
+    the slice of the batch from ``first`` with its pieces, and its text size is only
+    counted when a cap asks for it. A chunk whose data starts with the bytes before
+    the piece of the last chunk the byte patterns matched (its block:
+    ``{"turn":…,"text":``) and goes on with one JSON string and ``}}`` is a match of
+    the same pattern with the same groups: only that string is checked
+    (``_PIECE_TAIL``), not the whole pattern again.
     """
+    events = batch if type(batch) is list else list(batch)
     out: list[Any] = []
     add = out.append
-    run: list[Event] = []
-    pieces: list[bytes] = []
+    pieces: list[bytes] = []  # the current run's, one per member
+    first = 0  # index of the current run's first member
     block: _Block = ()
     size = 0
     capped = max_members is not None or max_bytes is not None
@@ -270,20 +273,20 @@ def _pack(events: Sequence[Event], max_members: int | None, max_bytes: int | Non
     start = 0  # len(prefix)
     prefix_block: _Block = ()  # its block
 
-    def close_run() -> None:
+    def close_run(end: int) -> None:
+        run = events[first:end]
         if len(run) >= MIN_PACKED_RUN:
-            first = run[0]
+            head = run[0]
             line = _row(block, run, pieces)
-            add((first.seq, _ROW_NAMES[block[2]], first.time, line) if keyed else line)
+            add((head.seq, _ROW_NAMES[block[2]], head.time, line) if keyed else line)
         elif keyed:
             out.extend([(event.seq, event.type, event.time, event.encode()) for event in run])
         else:
             out.extend([event.encode() for event in run])
-        run.clear()
         pieces.clear()
 
     last_seq = last_time = 0
-    for event in events:
+    for index, event in enumerate(events):
         piece = None
         seq, moment = event.seq, event.time
         if (  # a plain assistant/chunk with safe seq and time (inline: this loop is hot)
@@ -312,27 +315,27 @@ def _pack(events: Sequence[Event], max_members: int | None, max_bytes: int | Non
                     if found is not None:
                         member_block, piece = found
         if piece is None:
-            if run:
-                close_run()
+            if pieces:
+                close_run(index)
             add((seq, event.type, moment, event.encode()) if keyed else event.encode())
             continue
-        length = len(piece) - 2  # the encoded text, without its quotes
-        if run and (
+        length = len(piece) - 2 if capped else 0  # the encoded text, without its quotes
+        if pieces and (
             (member_block is not block and member_block != block)
             or seq != last_seq + 1
             or not -MAX_SAFE_INTEGER <= moment - last_time <= MAX_SAFE_INTEGER
-            or (capped and (len(run) >= most or size + length > largest))
+            or (capped and (len(pieces) >= most or size + length > largest))
         ):
-            close_run()
-        if not run:
+            close_run(index)
+        if not pieces:
+            first = index
             block = member_block
             size = 0
-        run.append(event)
         pieces.append(piece)
         size += length
         last_seq, last_time = seq, moment
-    if run:
-        close_run()
+    if pieces:
+        close_run(len(events))
     return out
 
 

@@ -29,6 +29,7 @@ Rules every backend keeps:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -51,9 +52,17 @@ __all__ = [
     "read_whole",
 ]
 
+_SEQ = operator.attrgetter("seq")
+
 
 def check_batch(session_id: str, expected: int, batch: Sequence[Event]) -> None:
     """Raise ``SessionConflict`` unless ``batch`` holds the seqs ``expected, expected+1, …``."""
+    if (
+        type(batch) is list
+        and type(expected) is int
+        and not any(map(operator.ne, map(_SEQ, batch), range(expected, expected + len(batch))))
+    ):
+        return  # the loop below run in C: the same ``!=`` of the same pairs, in order; it raises
     for index, event in enumerate(batch):
         if event.seq != expected + index:
             raise SessionConflict(

@@ -9,6 +9,7 @@ decoded and rejects (``StreamRejected``) anything but an object carrying its row
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,8 @@ from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, valida
 from harness.stores.backend import ReadProgress, StreamRejected
 
 __all__ = ["decode_row", "header_from_text", "page_events", "title_from_line", "title_seq"]
+
+_TYPE = operator.attrgetter("type")
 
 
 def header_from_text(
@@ -74,6 +77,8 @@ def decode_row(
 
 def title_seq(batch: Sequence[Event]) -> int | None:
     """The seq of the last event of ``batch`` that sets the title ``list()`` reports."""
+    if type(batch) is list and "session/title" not in map(_TYPE, reversed(batch)):
+        return None  # the loop below finds no title event: the same ``==`` of each type, in order
     for event in reversed(batch):
         if event.type == "session/title":
             data = event.data

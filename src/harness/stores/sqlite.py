@@ -386,7 +386,17 @@ class SqliteBackend(ThreadedDatabase):
             if self._pack
             else [(event.seq, event.type, event.time, event.encode()) for event in batch]
         )
-        rows = [(key, seq, _sql_text(kind), time, line.decode("utf-8")) for seq, kind, time, line in records]
+        # An ASCII type is its own SQL text (``_sql_text`` returns it): no encode attempt per row.
+        rows = [
+            (
+                key,
+                seq,
+                kind if type(kind) is str and kind.isascii() else _sql_text(kind),
+                time,
+                line.decode("utf-8"),
+            )
+            for seq, kind, time, line in records
+        ]
         await self._run(self._append, session_id, batch, rows)
 
     def _append(self, session_id: str, batch: list[Event], rows: list[_Row]) -> None:
