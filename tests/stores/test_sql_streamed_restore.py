@@ -111,7 +111,7 @@ async def refuse_exact(session_id: str) -> StoredLog:
     raise AssertionError("a healthy log must restore from the stream alone")
 
 
-LINES = {"jsonl", "postgres"}
+LINES = {"jsonl", "sqlite", "postgres"}
 """The backends whose stream hands the store its lines (``fastrestore``), not wire objects."""
 
 

@@ -111,10 +111,11 @@ class WireStream:
     advanced by the stream as it reads.
 
     A backend that can also hand over its stored lines sets ``lines`` (one storage row
-    each, no newline, raising ``StreamRejected`` like ``events``), ``packed`` (whether
-    packed chunk rows are expanded) and ``finished`` (told the event count once the
-    lines were read; it may raise ``StreamRejected``): a restore then takes the fast
-    path of ``harness.stores.fastrestore`` and never builds the events' wire objects.
+    each, no newline, or ``(seq, line)`` with the seq the row is stored under; raising
+    ``StreamRejected`` like ``events``), ``packed`` (whether packed chunk rows are
+    expanded) and ``finished`` (told the event count once the lines were read; it may
+    raise ``StreamRejected``): a restore then takes the fast path of
+    ``harness.stores.fastrestore`` and never builds the events' wire objects.
     """
 
     __slots__ = ("events", "exact", "finished", "lines", "packed", "progress")
@@ -125,7 +126,7 @@ class WireStream:
         exact: Callable[[], Awaitable[StoredLog]],
         progress: ReadProgress | None = None,
         *,
-        lines: Callable[[], Iterator[bytes | str]] | None = None,
+        lines: Callable[[], Iterator[bytes | str | tuple[int, bytes | str]]] | None = None,
         packed: bool = True,
         finished: Callable[[int], None] | None = None,
     ) -> None:

@@ -220,12 +220,15 @@ def _is_row_tag(kind: object) -> bool:
 
 
 def fast_events(
-    lines: Iterable[bytes | str],
+    lines: Iterable[bytes | str | tuple[int, bytes | str]],
     *,
     packed: bool = True,
     finished: Callable[[int], None] | None = None,
 ) -> Iterator[Event]:
     """The checked events of ``lines`` (one storage row each, no newline, from seq 0).
+
+    A row may come keyed, as ``(seq, line)`` with the seq it is stored under (SQLite):
+    that seq must be the seq of the row's first event, as the exact read checks.
 
     ``packed``: the storage holds packed chunk rows (FORMAT §9.2), expanded here; else a
     row tagged like one is an event of that type. Raises ``StreamRejected`` at anything
@@ -233,7 +236,13 @@ def fast_events(
     (it may raise ``StreamRejected`` itself).
     """
     index = 0
-    for raw in lines:
+    for row in lines:
+        if isinstance(row, tuple):  # a keyed row: its stored seq must be this index
+            stored, raw = row
+            if stored != index:
+                raise _reject(index, f"a row stored at seq {stored!r}")
+        else:
+            raw = row
         if type(raw) is bytes:
             line = raw
         elif isinstance(raw, str):

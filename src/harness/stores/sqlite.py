@@ -113,13 +113,14 @@ from harness.stores.backend import (
     ReadProgress,
     SessionInfo,
     StoredLog,
+    StreamRejected,
     WireStream,
     check_batch,
 )
 from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.ids import check_session_id
 from harness.stores.rows import decode_row, header_from_text, page_events, title_from_line, title_seq
-from harness.stores.sqlite_pages import file_id, stored_pages
+from harness.stores.sqlite_pages import file_id, keyed_rows, stored_pages
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -514,7 +515,16 @@ class SqliteBackend(ThreadedDatabase):
             pages = stored_pages(path, opened, key, (head[0][0], length), timeout)
             return page_events(pages, progress, length, keyed=True, packed=True)
 
-        return StoredLog(header, [], stream=WireStream(events, lambda: self.read_exact(session_id), progress))
+        def lines() -> Iterator[tuple[int, bytes]]:
+            return keyed_rows(stored_pages(path, opened, key, (head[0][0], length), timeout), progress)
+
+        def finished(count: int) -> None:
+            if count != length:
+                raise StreamRejected(f"{count} events stored where {length} are recorded")
+
+        exact = lambda: self.read_exact(session_id)  # noqa: E731
+        stream = WireStream(events, exact, progress, lines=lines, finished=finished)
+        return StoredLog(header, [], stream=stream)
 
     async def read_exact(self, session_id: str) -> StoredLog:
         """The committed log, every row decoded and validated (``torn`` is always ``None``)."""

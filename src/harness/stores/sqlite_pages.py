@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from harness.stores.backend import StreamRejected
+from harness.stores.backend import ReadProgress, StreamRejected
 
-__all__ = ["PAGE_ROWS", "FileId", "file_id", "stored_pages"]
+__all__ = ["PAGE_ROWS", "FileId", "file_id", "keyed_rows", "stored_pages"]
 
 PAGE_ROWS: Final = 1024
 """Rows fetched per page."""
@@ -82,3 +82,13 @@ def stored_pages(
         raise StreamRejected(f"reading the rows failed: {error}") from None
     finally:
         conn.close()
+
+
+def keyed_rows(
+    pages: Iterator[list[tuple[int, bytes]]], progress: ReadProgress
+) -> Iterator[tuple[int, bytes]]:
+    """The ``(seq, line)`` rows of ``pages`` (``WireStream.lines``: ``fastrestore`` checks each
+    row's seq); ``progress`` is set to the seq of each page's last row (in events, as the total)."""
+    for page in pages:
+        yield from page
+        progress.done = page[-1][0]
