@@ -362,6 +362,24 @@ def test_a_matched_string_is_exactly_what_dumps_writes_of_it(pieces: list[bytes]
         assert dumps(orjson.loads(spelling)) == spelling
 
 
+PIECES = st.one_of(
+    st.binary(max_size=3),
+    st.text(max_size=3).map(lambda text: text.encode("utf-8", "surrogatepass")),
+    st.sampled_from([b"\xed\xa0\x80", b"\xc0\xaf", b"\xf4\x90\x80\x80", b"\xf0\x9f\x98", b"\xef\xbf\xbf"]),
+)
+
+
+@given(st.lists(PIECES, max_size=6).map(b"".join))
+def test_the_utf8_check_refuses_exactly_what_orjson_refuses(raw: bytes) -> None:
+    text = bytes(byte for byte in raw if byte >= 0x20 and byte not in b'"\\')
+    try:
+        orjson.loads(b'"' + text + b'"')
+        accepted = True
+    except orjson.JSONDecodeError:
+        accepted = False
+    assert fastrestore._utf8(text) == accepted
+
+
 # ---- real dsh files and read_session_file -----------------------------------------------
 
 

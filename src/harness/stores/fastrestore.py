@@ -254,16 +254,17 @@ def fast_events(
             line = bytes(raw)
         if line.startswith(b'{"type":"assistant/chunk","seq":'):
             match = _CHUNK_LINE.fullmatch(line)
-            if match is not None and _utf8(line):
-                if int(match[1]) != index:
-                    raise _reject(index, f"seq {match[1]!r}")
-                yield Event(_CHUNK, index, int(match[2]), match[3])
+            if match is not None and (line.isascii() or _utf8(line)):
+                seq, moment, data = match.groups()
+                if int(seq) != index:
+                    raise _reject(index, f"seq {seq!r}")
+                yield Event(_CHUNK, index, int(moment), data)
                 index += 1
                 continue
         elif packed and line.startswith(_ROW_PREFIXES):
             tool = line.startswith(_ROW_PREFIXES[2])
             match = (_TOOL_ROW if tool else _TEXT_ROW).fullmatch(line)
-            if match is not None and _utf8(line):
+            if match is not None and (line.isascii() or _utf8(line)):
                 members = _row_members(match, tool, index)
                 index += len(members)
                 yield from members

@@ -36,6 +36,7 @@ from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import (
     Backend,
+    ReadProgress,
     SessionInfo,
     StoredLog,
     StreamRejected,
@@ -123,9 +124,11 @@ def _current_only(
 
 def _counted(events: Iterator[Event], stream: WireStream, progress: Progress | None) -> Iterator[Event]:
     if progress is None:
-        yield from events
-        return
-    read = stream.progress
+        return events
+    return _reported(events, stream.progress, progress)
+
+
+def _reported(events: Iterator[Event], read: ReadProgress, progress: Progress) -> Iterator[Event]:
     for count, event in enumerate(events, 1):
         if count % _PROGRESS_EVERY == 0:
             progress(read.done, read.total)
