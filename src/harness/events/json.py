@@ -27,11 +27,13 @@ explicit-stack walkers of ``jsondeep`` take over with the same results.
 
 from __future__ import annotations
 
+import gc
 import json as _stdlib_json
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import orjson
 
@@ -54,6 +56,7 @@ __all__ = [
     "dumps",
     "dumps_kept",
     "encode_json",
+    "encode_lossless",
     "is_safe_int",
     "json_equal",
     "loads",
@@ -401,6 +404,60 @@ def dumps_kept(value: Any) -> bytes:
         return bytes(memoryview(orjson.dumps(value, default=_default)))  # ``dumps``, inline: hot
     except TypeError:
         return bytes(memoryview(dumps(value)))
+
+
+_STRICT: Final = orjson.OPT_STRICT_INTEGER
+_PLAIN: Final = frozenset({dict, list, str, int, float, bool, type(None)})
+_FROZEN: Final = frozenset({FrozenDict, FrozenList})
+_TREE: Final = _PLAIN | _FROZEN | {type}
+_CONTAINERS: Final = frozenset({dict, list, FrozenDict, FrozenList})
+_referents = gc.get_referents
+_FAST: Final = sys.implementation.name == "cpython"  # the walk below relies on CPython's traversal
+
+
+def encode_lossless(value: Any) -> bytes | None:
+    """``dumps_kept(value)`` when C-level work proves ``value`` lossless JSON, else None.
+
+    None means "not proven" (a refused value, or one that needs the exact walk: lone
+    surrogates, floats next to a ``null`` or a ``-0.0`` in the text, deep nesting): the
+    caller then runs ``check_json``, which accepts or names the bad value. Never accepts
+    what ``check_json`` refuses; the bytes are those ``dumps_kept`` writes.
+
+    The proof: orjson encodes the value with ``OPT_STRICT_INTEGER`` (so every integer is
+    within ±(2^53−1), every key a string, no cycle, no lone surrogate, at most 254 levels),
+    and ``gc.get_referents``, level by level, shows every value reachable from it to be of
+    an exact JSON type (``dict``/``list``/``str``/``int``/``float``/``bool``/``None`` or a
+    frozen container), which rules out tuples, enums, UUIDs and every subclass orjson
+    writes natively. orjson writes NaN and infinities as ``null`` and ``-0.0`` as is: when
+    a float is present, neither may appear in the text.
+    """
+    if not _FAST:
+        return None
+    try:
+        out = orjson.dumps(value, default=_default, option=_STRICT)
+    except TypeError:
+        return None
+    kind = type(value)  # a plain container's referents at once; else the general loop
+    level = _referents(value) if kind is dict or kind is list else [value]
+    floats = False
+    while True:
+        kinds = set(map(type, level))
+        if not kinds <= _PLAIN:
+            if not kinds <= _TREE:
+                return None
+            if type in kinds:  # a frozen container's referents include its class
+                level = [item for item in level if item is not FrozenDict and item is not FrozenList]
+                kinds = set(map(type, level))
+                if type in kinds:
+                    return None
+        if float in kinds:
+            floats = True
+        if kinds.isdisjoint(_CONTAINERS):
+            break
+        level = _referents(*level)
+    if floats and (b"null" in out or b"-0.0" in out):
+        return None
+    return bytes(memoryview(out))
 
 
 def loads(data: bytes | str) -> Any:

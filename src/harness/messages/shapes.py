@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["message_event_problem", "request_header_problem"]
+__all__ = ["assistant_message_ok", "message_event_problem", "request_header_problem"]
 
 _ARRAY = (list, tuple)
 
@@ -80,3 +80,42 @@ def message_event_problem(kind: str, data: Any) -> str | None:
         if content[0].get("toolCallId") != call_id:
             return "has mismatched tool call ids"
     return None
+
+
+def assistant_message_ok(data: Any) -> bool:
+    """True only when an ``assistant/message`` payload passes both write-side checks:
+    ``message_event_problem("assistant/message", data)`` and the tool call id check
+    (``CALL_ID_CHECKS``) both return ``None``. One pass over plain ``dict``/``list``/``str``
+    values; False means "not decided here" (run the two checks, which name the problem).
+    """
+    if type(data) is not dict:
+        return False
+    message = data.get("message")
+    if type(message) is not dict:
+        return False
+    identifier = message.get("id")
+    role = message.get("role")
+    source = message.get("source")
+    content = message.get("content")
+    if type(identifier) is not str or not identifier or type(role) is not str or role != "assistant":
+        return False
+    if type(source) is not dict or type(content) is not list:
+        return False
+    kind = source.get("kind")
+    provider = source.get("provider")
+    model = source.get("model")
+    if type(kind) is not str or kind != "model" or type(provider) is not str or not provider:
+        return False
+    if type(model) is not str or not model:
+        return False
+    for block in content:
+        if type(block) is not dict:
+            return False
+        block_type = block.get("type")
+        if type(block_type) is not str:
+            return False
+        if block_type == "tool-call":
+            call_id = block.get("id")
+            if type(call_id) is not str or not call_id:
+                return False
+    return True

@@ -20,12 +20,12 @@ from typing import Any, Final, overload
 from harness.errors import ForkError, InvalidEvent, InvalidEventData, InvalidHeader, InvalidSeed
 from harness.events.collector import collector_paused
 from harness.events.envelope import as_safe_int, envelope_problem
-from harness.events.event import Event, SurfaceOp
-from harness.events.json import FrozenDict, check_json, check_members, dumps_kept
+from harness.events.event import APPEND, Event, SurfaceOp
+from harness.events.json import FrozenDict, check_json, check_members, dumps_kept, encode_lossless
 from harness.events.vocabulary import SURFACE_TYPES
 from harness.messages.call_ids import CALL_ID_CHECKS
 from harness.messages.model import Message
-from harness.messages.shapes import message_event_problem, request_header_problem
+from harness.messages.shapes import assistant_message_ok, message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
 from harness.session.repair import repair_closers
 from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError, SurfaceView
@@ -41,6 +41,8 @@ Observer = Callable[[Event], object]
 """Called with every event after it is committed in memory, in seq order."""
 
 Clock = Callable[[], int]
+
+_type_of: Final = type  # ``append`` names its event type ``type``
 
 
 def _now_ms() -> int:
@@ -307,26 +309,30 @@ class Session:
             raise InvalidEvent("unsupported legacy request/header-delta format")
         if ignorable is not True and ignorable is not False:
             raise InvalidEvent(f"ignorable must be a bool, got {ignorable!r}")
-        check_json(data)
+        data_json = encode_lossless(data)  # C-level proof and the snapshot bytes, or None
+        if data_json is None:
+            check_json(data)  # the exact walk: refuses (naming the path) or accepts
         if data is None and (type == "turn/start" or type == "step/start"):
             # dsh's crash-repair scan reads data.turn / data.step of every such event: a
             # null there makes dsh refuse the whole log (the load refuses it too).
             raise InvalidEvent(f"{type} data must not be null")
-        call_ids = CALL_ID_CHECKS.get(type)
-        if call_ids is not None:
-            problem = call_ids(data)
-            if problem is not None:
-                raise InvalidEventData(*problem)
-        if type in SURFACE_TYPES or type == "request/header":
-            # What restore refuses (FORMAT §7.2 steps 4-5), append refuses too: a log holding
-            # it would not load again, in harness or in dsh.
-            if type == "request/header":
-                shape = request_header_problem(data)
-            else:
-                shape = message_event_problem(type, data)
-            if shape is not None:
-                raise InvalidEvent(f"{type} {shape} (a log holding it would not load)")
-        data_json = dumps_kept(data)
+        if type != "assistant/message" or not assistant_message_ok(data):  # one pass for a model reply
+            call_ids = CALL_ID_CHECKS.get(type)
+            if call_ids is not None:
+                problem = call_ids(data)
+                if problem is not None:
+                    raise InvalidEventData(*problem)
+            if type in SURFACE_TYPES or type == "request/header":
+                # What restore refuses (FORMAT §7.2 steps 4-5), append refuses too: a log holding
+                # it would not load again, in harness or in dsh.
+                if type == "request/header":
+                    shape = request_header_problem(data)
+                else:
+                    shape = message_event_problem(type, data)
+                if shape is not None:
+                    raise InvalidEvent(f"{type} {shape} (a log holding it would not load)")
+        if data_json is None:
+            data_json = dumps_kept(data)
         if type == "request/header" and isinstance(data, Mapping) and data.get("reason") == "fallback":
             raise InvalidEvent("unsupported legacy request/header reason 'fallback'")
         events = self._events
@@ -341,6 +347,26 @@ class Session:
             # Most events (chunks, boundaries, headers) leave the Surface alone: what
             # check() + apply() would do for them is this one step, without the calls.
             event = Event(type, seq, self._clock(), data_json, None, None, ignorable)
+            surface._next_seq = seq + 1
+        elif (
+            _type_of(surface_op) is str
+            and surface_op == APPEND
+            and seq == surface._next_seq
+            and type in SURFACE_TYPES
+            and (
+                source_event_seqs is None
+                or (
+                    (_type_of(source_event_seqs) is list or _type_of(source_event_seqs) is tuple)
+                    and not source_event_seqs
+                    and type == "assistant/message"
+                )
+            )
+        ):
+            # A plain Surface append (no sources, or an assistant message's empty list): what
+            # check() + apply() would do for it, without the calls.
+            sources = None if source_event_seqs is None else ()
+            event = Event(type, seq, self._clock(), data_json, APPEND, sources, ignorable)
+            surface._nodes.append(seq)
             surface._next_seq = seq + 1
         else:
             transition = surface.check(
