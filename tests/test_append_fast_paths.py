@@ -230,3 +230,28 @@ def test_the_shortcut_is_taken() -> None:
         assert calls == []
         session.append("tool/result", _message("tool/result", 3), surface_op="append", source_event_seqs=[0])
         assert calls == ["tool/result"]
+
+
+# ---- message ids ------------------------------------------------------------------------------
+
+
+@SETTINGS
+@given(st.binary(min_size=16, max_size=16))
+def test_message_ids_are_what_uuid4_writes(raw: bytes) -> None:
+    import uuid
+
+    from harness.messages.model import _uuid4_text
+
+    assert _uuid4_text(raw) == str(uuid.UUID(bytes=raw, version=4))
+
+
+def test_new_message_id_is_a_fresh_uuid4() -> None:
+    import uuid
+
+    from harness.messages.model import new_message_id
+
+    ids = {new_message_id() for _ in range(200)}
+    assert len(ids) == 200
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text

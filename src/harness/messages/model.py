@@ -10,8 +10,8 @@ JSON. Builders (``user_message``, ``assistant_message``, ``tool_result_message``
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
@@ -55,9 +55,19 @@ __all__ = [
 Role = Literal["system", "user", "assistant"]
 
 
+_VARIANT_VERSION_MASK = ~(0xC000 << 48 | 0xF000 << 64)
+_VARIANT_VERSION = 0x8000 << 48 | 4 << 76  # RFC 4122 variant, version 4
+
+
+def _uuid4_text(raw: bytes) -> str:
+    """``str(uuid.UUID(bytes=raw, version=4))`` without the ``UUID`` object (a third of its time)."""
+    text = "%032x" % (int.from_bytes(raw, "big") & _VARIANT_VERSION_MASK | _VARIANT_VERSION)
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+
+
 def new_message_id() -> str:
-    """A fresh message id (UUID v4)."""
-    return str(uuid.uuid4())
+    """A fresh message id (UUID v4: ``str(uuid.uuid4())``)."""
+    return _uuid4_text(os.urandom(16))
 
 
 class _View:
