@@ -141,8 +141,8 @@ def _event(record: Any, index: int) -> Event:
         raise _reject(index, f"seq {seq!r}")
     if type(moment) is not int or not -MAX_SAFE_INTEGER <= moment <= MAX_SAFE_INTEGER:
         raise _reject(index, "its time")
-    ignorable = record.get("ignorable", False)
-    if ignorable is not False and ignorable is not True:
+    ignorable = "ignorable" in record
+    if ignorable and record["ignorable"] is not True:  # present means true (FORMAT §2)
         raise _reject(index, "its ignorable")
     data = record["data"]
     if kind == "request/header":
