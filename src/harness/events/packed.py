@@ -324,7 +324,7 @@ def _pack(batch: Sequence[Event], max_members: int | None, max_bytes: int | None
             (member_block is not block and member_block != block)
             or seq != last_seq + 1
             or not -MAX_SAFE_INTEGER <= moment - last_time <= MAX_SAFE_INTEGER
-            or (capped and (len(pieces) >= most or size + length > largest))
+            or (capped and (index - first >= most or size + length > largest))
         ):
             close_run(index)
         if not pieces:

@@ -76,6 +76,7 @@ class WriteBehind:
         self._write_after_current = False
         self._uncertain = False
         self._drain: asyncio.Task[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []  # one per flush waiting for the drain
         self._closed = False
         self.last_error: BaseException | None = None
 
@@ -229,14 +230,20 @@ class WriteBehind:
                 f"session {self._id!r}: its pending events are written by another event loop; "
                 "flush from that loop (or rebind the store first)"
             )
-        drain = self._drain
-        if drain is None:
+        if self._drain is None:
             drain = self._drain = self._loop.create_task(self._drain_queue())
             drain.add_done_callback(_retrieve)
-        await asyncio.shield(drain)
+        # Each flush waits on a future of its own, which the drain settles as it ends: what
+        # ``shield(drain)`` does, one turn of the loop sooner. Cancelling a flush cancels its
+        # future only, never the drain.
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.append(waiter)
+        await waiter
 
     async def _drain_queue(self) -> None:
-        """Write until the queue is empty (what every waiting ``flush`` shares)."""
+        """Write until the queue is empty (what every waiting ``flush`` shares), then give
+        each waiting flush the outcome."""
+        outcome: BaseException | None = None
         try:
             if self._timer is not None:
                 self._timer.cancel()
@@ -249,8 +256,21 @@ class WriteBehind:
                 if not self._queue:
                     break
                 await self._write_queue()
+        except BaseException as error:
+            outcome = error
+            raise
         finally:
             self._drain = None
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if waiter.done():  # its flush was cancelled
+                    continue
+                if outcome is None:
+                    waiter.set_result(None)
+                elif isinstance(outcome, asyncio.CancelledError):
+                    waiter.cancel()
+                else:
+                    waiter.set_exception(outcome)
 
     async def quiesce(self) -> None:
         """Start no write on the window's expiry and wait for the write (or drain) running now,
