@@ -6,12 +6,15 @@ the dict stream (``WireStream.lines`` unset: the path before the fast restore) a
 the fast path, and ``read_session_file`` against the exact pipeline it falls back to.
 
     .venv/bin/python bench/restore_paths.py [ROUNDS]
+    .venv/bin/python bench/restore_paths.py --profile    # cProfile: Python calls per event
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import gc
+import pstats
 import shutil
 import sys
 import tempfile
@@ -78,6 +81,25 @@ def floor(path: str) -> float:
     return elapsed
 
 
+def profile(name: str, root: Path, session_id: str) -> None:
+    """Python-level calls per restored event of each path (cProfile; repeatable under load)."""
+    (found,) = root.rglob("session.jsonl")
+    path = str(found)
+    events = len(read_session_file(path).events)
+    print(f"{name}: {events} events, Python calls per event (cProfile)")
+    for key, run in (
+        ("inspect old", lambda: streamed(root, session_id, False)),
+        ("inspect new", lambda: streamed(root, session_id, True)),
+        ("read_file old", lambda: read_file(path, False)),
+        ("read_file new", lambda: read_file(path, True)),
+    ):
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run()
+        profiler.disable()
+        print(f"   {key:14s} {pstats.Stats(profiler).total_calls / events:6.1f}")
+
+
 def compare(name: str, root: Path, session_id: str, rounds: int) -> None:
     (found,) = root.rglob("session.jsonl")
     path = str(found)
@@ -100,15 +122,24 @@ def compare(name: str, root: Path, session_id: str, rounds: int) -> None:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    profiling = "--profile" in sys.argv[1:]
+    numbers = [arg for arg in sys.argv[1:] if arg != "--profile"]
+    rounds = int(numbers[0]) if numbers else 5
+
+    def run(name: str, root: Path, session_id: str) -> None:
+        if profiling:
+            profile(name, root, session_id)
+        else:
+            compare(name, root, session_id, rounds)
+
     base = Path(tempfile.mkdtemp(prefix="restore-paths-"))
     try:
         messages, _ = asyncio.run(build_large(lambda r: JsonlBackend(r, "none"), base / "messages", 10.0))
-        compare("messages (1.1 kB assistant/message)", base / "messages", messages, rounds)
+        run("messages (1.1 kB assistant/message)", base / "messages", messages)
         packed = asyncio.run(build_chunks(base / "packed", 50_000, True))
-        compare("text chunks, packed rows", base / "packed", packed, rounds)
+        run("text chunks, packed rows", base / "packed", packed)
         unpacked = asyncio.run(build_chunks(base / "unpacked", 50_000, False))
-        compare("text chunks, one line each", base / "unpacked", unpacked, rounds)
+        run("text chunks, one line each", base / "unpacked", unpacked)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
