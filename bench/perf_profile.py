@@ -52,15 +52,17 @@ async def _profiled_store(root: Path, payloads: list[dict[str, Any]]) -> cProfil
 
 def append_steps(data: dict[str, Any], rounds: int = 15, number: int = 5_000) -> dict[str, float]:
     """µs per call of each step ``Session.append`` takes for ``data`` (min of interleaved rounds)."""
-    from harness.events.json import check_json, dumps_kept
+    from harness.events.json import check_json, dumps_kept, encode_lossless
     from harness.messages.call_ids import CALL_ID_CHECKS
-    from harness.messages.shapes import message_event_problem
+    from harness.messages.shapes import assistant_message_ok, message_event_problem
 
     call_ids = CALL_ID_CHECKS["assistant/message"]
     session = harness.Session.create()
     steps: dict[str, Callable[[], object]] = {
         "floor: orjson.loads(orjson.dumps(data))": lambda: orjson.loads(orjson.dumps(data)),
-        "check_json (lossless walk)": lambda: check_json(data),
+        "encode_lossless (C-level proof + snapshot)": lambda: encode_lossless(data),
+        "check_json (lossless walk, its fallback)": lambda: check_json(data),
+        "assistant_message_ok (shape + call ids)": lambda: assistant_message_ok(data),
         "message_event_problem (shape, FORMAT §7.2)": lambda: message_event_problem(
             "assistant/message", data
         ),
