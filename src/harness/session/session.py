@@ -522,8 +522,20 @@ def _adopt_checked(session: Session, seed: Iterable[Event]) -> None:
                 index=index,
                 rule="contiguity",
             )
-        if event.surface_op is None and event.source_event_seqs is None and event.type not in SURFACE_TYPES:
+        op = event.surface_op
+        sources = event.source_event_seqs
+        kind = event.type
+        if op is None and sources is None and kind not in SURFACE_TYPES:
             # What check() + apply() do for an event that leaves the Surface alone.
+            surface._next_seq = index + 1
+        elif (
+            op == APPEND
+            and type(op) is str
+            and kind in SURFACE_TYPES
+            and (sources is None or (sources == () and kind == "assistant/message"))
+        ):
+            # A plain Surface append (as in ``append``): what check() + apply() do for it.
+            surface._nodes.append(index)
             surface._next_seq = index + 1
         else:
             try:
