@@ -242,18 +242,28 @@ class StoreContract:
     def _faulty(self, tmp_path: Path, delay_s: float = 0.0) -> FaultyBackend:
         return FaultyBackend(self.make_backend(tmp_path), delay_s=delay_s)
 
+    async def _appends_settled(self, backend: FaultyBackend, count: int) -> None:
+        """Wait (10 s at most) for ``count`` backend appends, then a little longer for any extra."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while len(backend.appends) < count and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
+
     def test_h68_events_inside_one_window_make_one_batch(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             backend = self._faulty(tmp_path)
-            store = SessionStore(backend, write_window_s=0.3)
+            store = SessionStore(backend, write_window_s=0.6)
             session = await store.create()
-            start = asyncio.get_running_loop().time()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
             session.append("turn/start", {"turn": 1})
             await asyncio.sleep(0.15)
+            assert loop.time() - start < 0.6, "the machine stalled past the whole window"
             session.append("step/start", {"turn": 1, "step": 1})
-            await asyncio.sleep(0.4)
+            await self._appends_settled(backend, 1)
             assert [size for _, size in backend.appends] == [2]
-            assert backend.appends[0][0] - start >= 0.29
+            assert backend.appends[0][0] - start >= 0.59
             await store.close()
 
         run(scenario())
@@ -261,12 +271,15 @@ class StoreContract:
     def test_h69_a_steady_stream_is_one_batch_per_window(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             backend = self._faulty(tmp_path)
-            store = SessionStore(backend, write_window_s=0.5)
+            store = SessionStore(backend, write_window_s=1.5)
             session = await store.create()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
             for index in range(20):
                 session.append("todo/write", {"todos": [{"content": f"t{index}", "status": "pending"}]})
                 await asyncio.sleep(0.01)
-            await asyncio.sleep(0.6)
+            assert loop.time() - start < 1.5, "the machine stalled past the whole window"
+            await self._appends_settled(backend, 1)
             assert [size for _, size in backend.appends] == [20]
             await store.close()
 
