@@ -318,7 +318,7 @@ class PostgresBackend:
             None if pending is None else pending.created_at,
             None if pending is None or pending.cwd is None else codec.db_text(pending.cwd),
             first,
-            b"\n".join(event.encode() for event in events).decode("utf-8"),
+            b"\n".join([event.encode() for event in events]).decode("utf-8"),
             events[-1].time,
             codec.title_seq(events),
             token,
