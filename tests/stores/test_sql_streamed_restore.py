@@ -1,8 +1,9 @@
 """The database backends' streamed read ends exactly where their exact read does.
 
 ``SqliteBackend.read`` streams pages of rows from a snapshot of its own connection, and
-``PostgresBackend.read`` fetches pages whose lines the server joined; both hand the store
-a ``WireStream`` whose fast checks fall back to ``read_exact`` at anything unusual. Here
+``PostgresBackend.read`` fetches the lines in pages of seqs; both hand the store their rows
+for ``fastrestore`` (``WireStream.lines``; SQLite's keyed by their seq column), whose fast
+checks fall back to ``read_exact`` at anything unusual. Here
 generated sessions (turns with packed chunk runs, titles, messages, forks) restore to the
 same events on JSONL, SQLite and PostgreSQL, streamed and exactly; and generated damage to
 the stored rows (garbled, cut, re-sequenced, swapped, missing, extra rows, a newline inside
@@ -23,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import harness.stores.postgres.pages as pg_pages
+import harness.stores.postgres.backend as pg_backend
 import harness.stores.sqlite_pages as sqlite_pages
 from harness.errors import HarnessError
 from harness.events.event import Event
@@ -55,7 +56,7 @@ def pg() -> Iterator[PgSchema | None]:
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of 3 rows, so that every log here spans several."""
     monkeypatch.setattr(sqlite_pages, "PAGE_ROWS", 3)
-    monkeypatch.setattr(pg_pages, "PAGE_ROWS", 3)
+    monkeypatch.setattr(pg_backend, "READ_PAGE", 3)
 
 
 def session_events(shape: list[tuple[int, bool]]) -> list[Event]:

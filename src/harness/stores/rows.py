@@ -21,7 +21,15 @@ from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
-__all__ = ["decode_row", "header_from_text", "page_events", "title_from_line", "title_seq"]
+__all__ = [
+    "decode_row",
+    "header_from_text",
+    "page_events",
+    "page_rows",
+    "row_pages",
+    "title_from_line",
+    "title_seq",
+]
 
 _TYPE = operator.attrgetter("type")
 
@@ -135,6 +143,21 @@ def page_events(
         del page
     if expected != length:
         raise StreamRejected(f"{expected} events stored where {length} are recorded")
+
+
+def row_pages(rows: list[Any], size: int = 1024) -> Iterator[list[Any]]:
+    """``rows`` in pages of ``size``, each row let go from ``rows`` once its page is handed out."""
+    for start in range(0, len(rows), size):
+        page = rows[start : start + size]
+        rows[start : start + size] = [None] * len(page)
+        yield page
+
+
+def page_rows(pages: Iterable[list[Any]], progress: ReadProgress) -> Iterator[Any]:
+    """Every row of ``pages`` in order (``WireStream.lines``); ``progress`` counts rows."""
+    for page in pages:
+        yield from page
+        progress.done += len(page)
 
 
 def title_from_line(line: object) -> str | None:

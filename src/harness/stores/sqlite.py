@@ -66,7 +66,10 @@ Decisions:
   leave no torn tails: ``torn`` is always ``None`` and ``repair`` only appends the
   closers (one transaction). ``StoredLog.location`` is ``None`` (the store adds
   "raw log: <path>" only for one-file-per-session backends, FORMAT §7.4);
-  ``SessionInfo.location`` is the database path.
+  ``SessionInfo.location`` is the database path. The exact read (``read_exact``)
+  runs on the worker thread; ``read``'s stream is the one exception to the threading
+  rule: it reads its rows a page at a time, in a read-only snapshot of its own, on the
+  thread that restores from it (as the JSONL stream reads its file), see ``sqlite_pages``.
 * **Schema versions.** A newer ``user_version`` is refused (``UnsupportedFormat``)
   before anything is written, as is a file with another ``application_id`` (dsh's
   own SQLite store included: ``DshSqliteBackend`` reads those) or a non-empty database that is

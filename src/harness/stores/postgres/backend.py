@@ -52,6 +52,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Seque
 from typing import Any, Final, TypeVar
 
 import psycopg
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool
 
 from harness.errors import (
@@ -81,11 +84,10 @@ from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
 from harness.stores.postgres.errors import is_connection_error, translate
 from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
-from harness.stores.postgres.pages import TOO_LARGE, Page, RawText, fetch_pages, page_lines, stored_lines
 from harness.stores.postgres.poollog import one_line, route_pool_logs
 from harness.stores.postgres.queries import Queries
 from harness.stores.postgres.tail import tail_session
-from harness.stores.rows import page_events, title_from_line
+from harness.stores.rows import page_events, page_rows, row_pages, title_from_line
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresBackend"]
 
@@ -97,6 +99,15 @@ READ_PAGE: Final = 4096
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
+
+
+class _RawText(Loader):
+    """Load ``text`` in binary format as the raw UTF-8 bytes (no ``str`` decoding)."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
 
 
 async def _durable_commits(conn: Connection) -> None:
@@ -369,7 +380,7 @@ class PostgresBackend:
                 lines: list[bytes | None] = [None] * length
                 extra: list[bytes | None] = []
                 cursor = conn.cursor(binary=True)
-                cursor.adapters.register_loader("text", RawText)
+                cursor.adapters.register_loader("text", _RawText)
                 for start in range(0, length + 1, READ_PAGE):
                     if start + READ_PAGE > length:
                         await cursor.execute(self._q.lines_rest, (session_key, start))
@@ -389,50 +400,22 @@ class PostgresBackend:
             raise SessionNotFound(f"no session {session_id!r}")
         return found
 
-    async def _fetch_pages(self, session_id: str) -> tuple[object, int, list[Page] | None]:
-        """Header text, recorded length and the lines in pages (see ``pages``; ``None`` when
-        a page does not hold exactly its rows, or the log is empty), from one snapshot."""
-        check_session_id(session_id)
-        key = codec.db_text(session_id)
-
-        async def query(conn: Connection) -> tuple[object, int, list[Page] | None] | None:
-            header: object = None
-            length = 0
-            try:
-                async with conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    row = await (await conn.execute(self._q.header, (key,))).fetchone()
-                    if row is None:
-                        return None
-                    session_key, header, length = row
-                    length = int(length)
-                    pages = await fetch_pages(conn, self._q, session_key, length) if length > 0 else None
-            except TOO_LARGE:
-                pages = None  # a page too large to join on the server: read exactly
-            return header, length, pages
-
-        found = await self._run(query, "reading", session_id, False)
-        if found is None:
-            if session_id in self._pending:
-                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-            raise SessionNotFound(f"no session {session_id!r}")
-        return found
-
     async def read(self, session_id: str) -> StoredLog:
-        """The committed log as a ``WireStream``: lines fetched from one snapshot in pages (see
-        ``pages``), decoded as the store validates them (``torn`` is always ``None``); anything
-        unusual falls back to ``read_exact``, which names the problem."""
-        header_text, length, pages = await self._fetch_pages(session_id)
+        """The committed log as a ``WireStream``: lines fetched from one snapshot, handed to the
+        store's fast path (``WireStream.lines``) or decoded as it validates them (``torn`` is
+        always ``None``); anything unusual falls back to ``read_exact``, which names the problem."""
+        header_text, length, fetched = await self._fetch(session_id)
         header = codec.decode_header(session_id, header_text, self._where)
-        if pages is None:
+        if not fetched or len(fetched) != length or None in fetched:
             return await self.read_exact(session_id)
         progress = ReadProgress(length)
+        rows = fetched
 
         def events() -> Iterator[dict[str, Any]]:
-            return page_events(page_lines(pages), progress, length)
+            return page_events(row_pages(rows), progress, length)
 
         def lines() -> Iterator[bytes]:
-            return stored_lines(pages, progress)
+            return page_rows(row_pages(rows), progress)
 
         def finished(count: int) -> None:
             if count != length:

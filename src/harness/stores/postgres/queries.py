@@ -24,8 +24,6 @@ class Queries:
         "lines",
         "lines_rest",
         "list",
-        "page",
-        "page_rest",
         "release",
         "renew",
         "tail_lines",
@@ -52,14 +50,6 @@ class Queries:
         self.lines_rest = q(
             "SELECT seq, line FROM {s}.events WHERE session_key = %s::bigint AND seq >= %s::bigint"
         )
-        # A page for the streamed read (see ``pages``): its seqs and its lines, joined in one
-        # pass over the same rows (no ORDER BY: the reader checks the seqs, and puts them in order).
-        page = (
-            "SELECT string_agg(seq::text, ','), string_agg(line, E'\\n') FROM {s}.events "
-            "WHERE session_key = %s::bigint AND seq >= %s::bigint"
-        )
-        self.page = q(page + " AND seq < %s::bigint")
-        self.page_rest = q(page)
         self.tail_lines = q(
             "SELECT e.line FROM {s}.events AS e JOIN {s}.sessions AS x ON x.key = e.session_key "
             "WHERE x.id = %s::text AND e.seq >= %s::bigint ORDER BY e.seq LIMIT %s::bigint"
