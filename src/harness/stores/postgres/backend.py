@@ -52,6 +52,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Seque
 from typing import Any, Final, TypeVar
 
 import psycopg
+from psycopg import abc
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.pq import Format
@@ -101,7 +102,7 @@ T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
 
 
-class _RawText(Loader):
+class _RawTextPython(Loader):
     """Load ``text`` in binary format as the raw UTF-8 bytes (no ``str`` decoding)."""
 
     format = Format.BINARY
@@ -109,6 +110,13 @@ class _RawText(Loader):
     def load(self, data: Buffer) -> bytes:
         return bytes(data)
 
+
+# bytea's binary loader does the same (its wire format is the raw bytes too) without a
+# Python call per value when psycopg's C implementation is installed: ~20% of a read's
+# client CPU on 100 MB of 1.1 kB lines.
+_RawText: type[abc.Loader] = (
+    psycopg.adapters.get_loader(psycopg.postgres.types["bytea"].oid, Format.BINARY) or _RawTextPython
+)
 
 async def _durable_commits(conn: Connection) -> None:
     await conn.execute("SET synchronous_commit = on")
