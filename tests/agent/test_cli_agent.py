@@ -26,6 +26,7 @@ from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from tests.agent.cli_support import cli, offline_env, stored
+from tests.interruptible import HARNESS_MODULE
 
 KEY = "sk-test-never-logged-4242"
 
@@ -346,7 +347,7 @@ def test_ctrl_c_saves_the_delivered_prefix_and_ends_the_turn_aborted(env: Path, 
     with FakeDeepSeek([Reply.hang("Half an answer, then")], api_key=KEY) as server:
         child_env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": KEY}
         child = subprocess.Popen(
-            [sys.executable, "-m", "harness", "--root", str(root), "run", "explain", "-w", str(env)],
+            [*HARNESS_MODULE, "--root", str(root), "run", "explain", "-w", str(env)],
             env=child_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -8,7 +8,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.stores.store import SessionStore
+from tests.interruptible import HARNESS_CLI
 from tests.stores.contract import one_turn
 from tests.stores.pg import PgSchema, chunk, fresh_schema, run, server_dsn
 
@@ -97,7 +97,7 @@ def test_tail_needs_postgres(tmp_path: Path) -> None:
 def test_tail_prints_events_as_they_commit(pg: PgSchema) -> None:
     count = seed(pg)
     env = {**os.environ, "HARNESS_DATABASE_URL": pg.dsn, "HARNESS_DATABASE_SCHEMA": pg.name}
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "tail", "demo-1", "--from", "2"]
+    command = [*HARNESS_CLI, "tail", "demo-1", "--from", "2"]
     process = subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     lines: list[dict[str, object]] = []
     buffer = b""
@@ -136,7 +136,7 @@ def test_tail_prints_events_as_they_commit(pg: PgSchema) -> None:
 def test_tail_shows_a_readable_line_per_event(pg: PgSchema) -> None:
     count = seed(pg)
     env = {**os.environ, "HARNESS_DATABASE_URL": pg.dsn, "HARNESS_DATABASE_SCHEMA": pg.name, "COLUMNS": "200"}
-    command = [sys.executable, "-c", "from harness.cli import main; main()", "tail", "demo-1"]
+    command = [*HARNESS_CLI, "tail", "demo-1"]
     process = subprocess.Popen(
         [*command, "--from", str(count - 1)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
