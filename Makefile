@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # pytest workers for `make test` (pytest-xdist): one per core; `make test PYTEST_WORKERS=0` runs serially
 PYTEST_WORKERS ?= auto
 
-.PHONY: test demo lint typecheck bench clean
+.PHONY: test demo lint typecheck bench clean accel
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,13 +18,24 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples tools
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict src tests examples
+	$(BIN)/mypy --strict src tests examples tools
 
+# The optional C walk (`make accel`) is built first (required under CI=true); the whole suite
+# runs on the pure-Python path (tests/test_encode_lossless.py runs each test on both), then the
+# append tests run again with the C walk as the default.
 test: lint typecheck
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	@$(BIN)/python tools/build_accel.py || { [ "$$CI" != true ] && echo "make test: the optional C walk did not build (gcc, Python headers?): the pure path only"; }
+	HARNESS_ACCEL=0 $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+	@if $(BIN)/python -c "import harness.events._typewalk" 2>/dev/null; then \
+		HARNESS_REQUIRE_ACCEL=1 $(BIN)/pytest -q -p no:cacheprovider tests/test_encode_lossless.py \
+			tests/test_append_fast_paths.py tests/test_session_api.py tests/test_properties.py; fi
+
+# The optional accelerator: a C type walk behind encode_lossless (docs/performance.md).
+accel: $(STAMP)
+	$(BIN)/python tools/build_accel.py
 
 demo: $(STAMP)
 	$(BIN)/harness demo
@@ -40,4 +51,4 @@ bench-peers: $(STAMP)
 	$(BIN)/python bench/peers.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build src/harness/events/_typewalk.*.so

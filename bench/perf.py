@@ -65,6 +65,7 @@ import orjson
 import harness
 from core import bench_append, message_data  # bench/ is on sys.path when run as a script
 from harness.events.collector import collector_paused
+from harness.events.json import ACCELERATED
 from harness.stores.backend import Backend
 from harness.stores.jsonl.reader import read_session_file
 from harness.stores.store import SessionStore
@@ -481,6 +482,7 @@ def main() -> None:
         return
     print(
         f"{platform.node() or 'machine'}: {os.cpu_count()} cores, Python {platform.python_version()}"
+        + f", C walk (make accel) {'on' if ACCELERATED else 'off'}"
         + (" (--quick)" if args.quick else ""),
         flush=True,
     )

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import harness
+import harness.events.json as json_module
 import harness.session.session as session_module
 from harness.errors import InvalidEvent, InvalidEventData
 from harness.events.json import (
@@ -37,6 +38,7 @@ from harness.events.json import (
     check_json,
     dumps_kept,
     encode_lossless,
+    encode_lossless_pure,
 )
 
 pytestmark = pytest.mark.skipif(sys.implementation.name != "cpython", reason="the fast path is CPython's")
@@ -44,8 +46,32 @@ pytestmark = pytest.mark.skipif(sys.implementation.name != "cpython", reason="th
 SETTINGS = settings(
     max_examples=int(os.environ.get("HARNESS_PROPERTY_EXAMPLES", "400")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
 )
+
+
+@pytest.fixture(autouse=True, params=["pure", "accelerated"])
+def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the pure-Python proof and on the optional C walk (``make accel``),
+    whichever of them ``HARNESS_ACCEL`` makes the default.
+
+    The C walk is required when ``HARNESS_REQUIRE_ACCEL=1`` or ``CI=true`` (``make test`` builds
+    it first); otherwise a tree without it skips the accelerated half."""
+    if request.param == "pure":
+        monkeypatch.setattr(json_module, "_plain_json", None)
+        return "pure"
+    try:
+        from harness.events._typewalk import plain_json
+    except ImportError:
+        if os.environ.get("HARNESS_REQUIRE_ACCEL") == "1" or os.environ.get("CI") == "true":
+            pytest.fail("the optional C walk is required here but not built (make accel)")
+        pytest.skip("the optional C walk is not built (make accel)")
+    monkeypatch.setattr(json_module, "_plain_json", plain_json)
+    return "accelerated"
 
 
 class Color(enum.Enum):
@@ -232,10 +258,15 @@ def test_odd_keys_are_left_to_the_walk(key: Any) -> None:
 
 
 def test_floats_next_to_null_or_negative_zero_text_take_the_walk() -> None:
-    assert encode_lossless({"a": 1.5}) == b'{"a":1.5}'
-    assert encode_lossless({"a": 1.5, "b": None}) is None  # NaN would be written as null
-    assert encode_lossless({"a": 1.5, "b": "x-0.0"}) is None  # -0.0 would be written as -0.0
-    assert encode_lossless({"a": -0.05}) is None  # its text holds "-0.0": left to the walk, which accepts
+    # The pure proof reads the text; the C walk reads each float (no text scan, so these pass).
+    assert encode_lossless_pure({"a": 1.5}) == b'{"a":1.5}'
+    assert encode_lossless_pure({"a": 1.5, "b": None}) is None  # NaN would be written as null
+    assert encode_lossless_pure({"a": 1.5, "b": "x-0.0"}) is None  # -0.0 would be written as -0.0
+    assert encode_lossless_pure({"a": -0.05}) is None  # "-0.0" in its text: left to the walk, which accepts
+    for value in ({"a": 1.5, "b": None}, {"a": 1.5, "b": "x-0.0"}, {"a": -0.05}):
+        assert encode_lossless(value) in (None, dumps_kept(value))
+    for bad in (float("nan"), float("inf"), float("-inf"), -0.0):
+        assert encode_lossless({"a": 1.5, "b": bad}) is None and encode_lossless([bad]) is None
     assert _walk({"a": -0.05}) is None
     assert encode_lossless({"a": None, "b": "-0.0"}) == b'{"a":null,"b":"-0.0"}'  # no float: no scan
 

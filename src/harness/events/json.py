@@ -30,9 +30,10 @@ from __future__ import annotations
 import gc
 import json as _stdlib_json
 import math
+import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -42,6 +43,7 @@ from harness.events.frozen import FrozenDict, FrozenList
 from harness.events.jsondeep import UnrepresentableJson, adopt_deep, encode_deep, equal_deep, parse, thaw_deep
 
 __all__ = [
+    "ACCELERATED",
     "MAX_DEPTH",
     "MAX_READ_DEPTH",
     "MAX_SAFE_INTEGER",
@@ -57,6 +59,7 @@ __all__ = [
     "dumps_kept",
     "encode_json",
     "encode_lossless",
+    "encode_lossless_pure",
     "is_safe_int",
     "json_equal",
     "loads",
@@ -415,8 +418,42 @@ _referents = gc.get_referents
 _FAST: Final = sys.implementation.name == "cpython"  # the walk below relies on CPython's traversal
 
 
+def _load_accelerator() -> Callable[[Any], bool] | None:
+    if os.environ.get("HARNESS_ACCEL", "1") == "0":
+        return None
+    try:
+        from harness.events._typewalk import plain_json
+    except ImportError:
+        return None
+    return plain_json
+
+
+_plain_json = _load_accelerator()
+ACCELERATED: Final = _plain_json is not None
+"""True when the optional C type walk (``make accel``) is built and not disabled by
+``HARNESS_ACCEL=0``: ``encode_lossless`` then proves plain values in one C call."""
+
+
 def encode_lossless(value: Any) -> bytes | None:
     """``dumps_kept(value)`` when C-level work proves ``value`` lossless JSON, else None.
+
+    With the optional accelerator (``ACCELERATED``), one C walk over exact JSON types
+    (finite floats that are not ``-0.0``, safe integers, ``str`` keys, at most
+    ``MAX_DEPTH`` levels) comes first; a value it does not prove takes the pure-Python
+    proof below (``encode_lossless_pure``), exactly as without it.
+    """
+    plain_json = _plain_json
+    if plain_json is not None and plain_json(value):
+        try:
+            out = orjson.dumps(value, option=_STRICT)
+        except TypeError:  # a lone surrogate, or deeper than orjson writes
+            return None
+        return bytes(memoryview(out))
+    return encode_lossless_pure(value)
+
+
+def encode_lossless_pure(value: Any) -> bytes | None:
+    """``encode_lossless`` without the accelerator: the proof in C-level Python calls.
 
     None means "not proven" (a refused value, or one that needs the exact walk: lone
     surrogates, floats next to a ``null`` or a ``-0.0`` in the text, deep nesting): the

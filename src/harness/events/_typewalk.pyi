@@ -1,0 +1,3 @@
+from typing import Any
+
+def plain_json(value: Any, /) -> bool: ...
