@@ -31,7 +31,9 @@ test: lint typecheck
 	HARNESS_ACCEL=0 $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 	@if $(BIN)/python -c "import harness.events._typewalk" 2>/dev/null; then \
 		HARNESS_REQUIRE_ACCEL=1 $(BIN)/pytest -q -p no:cacheprovider tests/test_encode_lossless.py \
-			tests/test_append_fast_paths.py tests/test_session_api.py tests/test_properties.py; fi
+			tests/test_append_fast_paths.py tests/test_session_api.py tests/test_properties.py \
+			tests/test_format_a_header_envelope.py tests/test_format_b_messages_headers.py \
+			tests/integrations/openai_agents; fi
 
 # The optional accelerator: a C type walk behind encode_lossless (docs/performance.md).
 accel: $(STAMP)

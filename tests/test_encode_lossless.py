@@ -394,3 +394,17 @@ def test_append_is_unchanged_by_the_fast_path(value: Any, kind: str) -> None:
         )
     finally:
         monkeypatch.undo()
+
+
+@SETTINGS
+@given(VALUES)
+def test_the_c_walk_accepts_only_what_check_json_accepts(walk: str, value: Any) -> None:
+    """``check_json`` returns at once when the C walk proves a value: it must prove only what
+    the pure walk accepts."""
+    proved = json_module._plain_json is not None and json_module._plain_json(value)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(json_module, "_plain_json", None)
+        pure = _walk(value)
+    if proved:
+        assert pure is None, "the C walk proved what check_json refuses"
+    assert _walk(value) == pure  # check_json's outcome, with or without the C walk
