@@ -66,8 +66,8 @@ from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, SessionInfo, StoredLog, TornTail, WireStream, check_batch
 from harness.stores.ids import check_session_id
 from harness.stores.jsonl.cursor import Cursor, Unknown, io_error, linked, resync, unknown_error
-from harness.stores.jsonl.fileio import FileOps, read_stable, write_all
-from harness.stores.jsonl.frames import encode_frame, header_line_of, scan_frames
+from harness.stores.jsonl.fileio import FileOps, write_all
+from harness.stores.jsonl.frames import encode_frame
 from harness.stores.jsonl.headerline import parse_header_line
 from harness.stores.jsonl.paths import (
     DIR_MODE,
@@ -80,7 +80,7 @@ from harness.stores.jsonl.paths import (
 )
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
-from harness.stores.jsonl.stream import plain_events, plain_lines, zstd_events, zstd_lines
+from harness.stores.jsonl.stream import open_log, plain_events, plain_lines, zstd_events, zstd_lines
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["JsonlBackend"]
@@ -89,7 +89,6 @@ _T = TypeVar("_T")
 # As many threads as asyncio's default executor: sessions fsync in parallel, each in its order.
 _THREADS: Final = min(32, (os.cpu_count() or 1) + 4)
 _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
-_HEADER_LIMIT: Final = 1 << 20  # a longer first line is left to the exact reader
 
 
 class _PublishedElsewhere(Exception):
@@ -428,31 +427,21 @@ class JsonlBackend:
         path = self._layout.find_log(session_id)
         if path is None:
             return None
-        if self._compression == "zstd":
-            buf = read_stable(path)
-            scan = scan_frames(buf)
-            if scan.torn_start is not None or not scan.frames:
-                return None
-            first_start, first_end = scan.frames[0]
-            line = header_line_of(memoryview(buf)[first_start:first_end], path=path, offset=first_start)
-            header = parse_header_line(line, session_id=session_id, path=path)
-            self._check_identity(session_id, header, path)
-            finished = self._stream_finished(header, path, len(buf))
-            frames = scan.frames[1:]
-            progress = ReadProgress(len(buf))
+        opened = open_log(path, session_id, zstd=self._compression == "zstd")
+        if opened is None:
+            return None
+        header = opened.header
+        self._check_identity(session_id, header, path)
+        size = opened.size
+        finished = self._stream_finished(header, path, size)
+        progress = ReadProgress(size)
+        buf = opened.buf
+        if buf is not None:
+            frames = opened.frames
             events = lambda: zstd_events(buf, frames, finished, progress)  # noqa: E731
             lines = lambda: zstd_lines(buf, frames, progress)  # noqa: E731
         else:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                first = handle.readline(_HEADER_LIMIT)
-            if not first.endswith(b"\n"):
-                return None
-            header = parse_header_line(first[:-1], session_id=session_id, path=path)
-            self._check_identity(session_id, header, path)
-            finished = self._stream_finished(header, path, size)
-            start = len(first)
-            progress = ReadProgress(size)
+            start = opened.start
             events = lambda: plain_events(path, start, size, finished, progress)  # noqa: E731
             lines = lambda: plain_lines(path, start, size, progress)  # noqa: E731
         stream = WireStream(

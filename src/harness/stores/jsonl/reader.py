@@ -12,7 +12,6 @@ anything: the stored events plus the closers a crash repair would commit.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from harness.stores.jsonl.frames import (
 from harness.stores.jsonl.headerline import parse_header_line
 from harness.stores.jsonl.paths import Compression
 from harness.stores.jsonl.scanner import LineScanner
-from harness.stores.jsonl.stream import plain_lines, zstd_lines
+from harness.stores.jsonl.stream import open_log, plain_lines, zstd_lines
 from harness.stores.legacy import check_closers
 from harness.stores.store import restore_stored
 
@@ -179,28 +178,15 @@ def read_session_file(path: str) -> Session:
     return session
 
 
-_HEADER_LIMIT = 1 << 20  # a longer first line is left to the exact read
-
-
 def _open_lines(path: str) -> tuple[SessionHeader, Iterator[bytes]] | None:
     """The header and the lines of a log that opens cleanly, else ``None``."""
-    progress = ReadProgress(0)
-    if compression_of(path) == "zstd":
-        buf = read_stable(path)
-        scan = scan_frames(buf)
-        if scan.torn_start is not None or not scan.frames:
-            return None
-        first_start, first_end = scan.frames[0]
-        line = header_line_of(memoryview(buf)[first_start:first_end], path=path, offset=first_start)
-        header = parse_header_line(line, session_id=None, path=path)
-        return header, zstd_lines(buf, scan.frames[1:], progress)
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        first = handle.readline(_HEADER_LIMIT)
-    if not first.endswith(b"\n"):
+    opened = open_log(path, None, zstd=compression_of(path) == "zstd")
+    if opened is None:
         return None
-    header = parse_header_line(first[:-1], session_id=None, path=path)
-    return header, plain_lines(path, len(first), size, progress)
+    progress = ReadProgress(0)
+    if opened.buf is not None:
+        return opened.header, zstd_lines(opened.buf, opened.frames, progress)
+    return opened.header, plain_lines(path, opened.start, opened.size, progress)
 
 
 def _read_streamed(path: str) -> Session | None:

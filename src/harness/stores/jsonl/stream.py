@@ -11,21 +11,64 @@ backend's exact reader (``reader.parse_log``) then applies the format's rules.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import zstandard
 
 from harness.events.json import loads
 from harness.events.packed import PackedRowError, expand_row, is_packed_row
+from harness.session.header import SessionHeader
 from harness.stores.backend import ReadProgress, StreamRejected
-from harness.stores.jsonl.frames import decode_frame
+from harness.stores.jsonl.fileio import read_stable
+from harness.stores.jsonl.frames import decode_frame, header_line_of, scan_frames
+from harness.stores.jsonl.headerline import parse_header_line
 
-__all__ = ["BLOCK_SIZE", "plain_events", "plain_lines", "zstd_events", "zstd_lines"]
+__all__ = ["BLOCK_SIZE", "LogStart", "open_log", "plain_events", "plain_lines", "zstd_events", "zstd_lines"]
 
 BLOCK_SIZE: Final = 1 << 16
 """Bytes read at a time: a block, its split lines and the next one's join are a restore's only
 transient copies of the file (64 KiB: 1.14× the file at peak for a 10 MB log, 1 MiB: 1.38×)."""
+
+HEADER_LIMIT: Final = 1 << 20
+"""A longer first line is left to the exact reader."""
+
+
+class LogStart(NamedTuple):
+    """Where the events of a log that opens cleanly begin (``open_log``)."""
+
+    header: SessionHeader
+    size: int
+    """The file's size when it was opened (the stream reads no further)."""
+    start: int
+    """Plain: the byte after the header line."""
+    buf: bytes | None
+    """zstd: the whole file, read once; ``None`` for a plain log."""
+    frames: list[tuple[int, int]]
+    """zstd: the complete frames after the header frame."""
+
+
+def open_log(path: str, session_id: str | None, *, zstd: bool) -> LogStart | None:
+    """The header and extent of the log at ``path``, or ``None`` when it does not open
+    cleanly (a first line without its newline, a zstd file with a torn frame): the exact
+    reader then says why. ``session_id``, when given, is checked against the header."""
+    if zstd:
+        buf = read_stable(path)
+        scan = scan_frames(buf)
+        if scan.torn_start is not None or not scan.frames:
+            return None
+        first_start, first_end = scan.frames[0]
+        line = header_line_of(memoryview(buf)[first_start:first_end], path=path, offset=first_start)
+        header = parse_header_line(line, session_id=session_id, path=path)
+        return LogStart(header, len(buf), 0, buf, scan.frames[1:])
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        first = handle.readline(HEADER_LIMIT)
+    if not first.endswith(b"\n"):
+        return None
+    header = parse_header_line(first[:-1], session_id=session_id, path=path)
+    return LogStart(header, size, len(first), None, [])
 
 Finished = Callable[[int], None]
 """Called with the event count once a stream was read to its end."""
