@@ -28,7 +28,10 @@ def main() -> None:
     build.inplace = True
     build.build_temp = str(ROOT / "build" / "accel")
     build.ensure_finalized()
-    build.run()
+    try:
+        build.run()
+    except Exception as error:  # distutils' CompileError / LinkError, a missing compiler
+        sys.exit(f"make accel: the optional C walk did not build ({type(error).__name__}: {error})")
     print(f"built {build.get_ext_fullpath(extension.name)}", file=sys.stderr)
 
 
