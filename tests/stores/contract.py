@@ -303,25 +303,37 @@ class StoreContract:
         run(scenario())
 
     def test_h71_an_event_admitted_during_a_write_follows_right_after(self, tmp_path: Path) -> None:
-        # Window 0.6 s, each write 0.8 s. The first write runs from 0.6 to 1.4 s; the second
-        # event, admitted at 0.7 s, has its window over at 1.3 s, so its write must start as the
-        # first ends: the writes end ~0.8 s apart. Counting its window from the first write's end
-        # instead would put them ~1.4 s apart; 1.1 s splits the two with 0.3 s to spare for load.
+        # The first write is held open by the test. A second event admitted meanwhile has its
+        # window counted from its own admission: once that window is over and the first write
+        # is let go, the second write starts at once (well inside one window), not a whole
+        # window after the first write ended. The order is made by cause (the held write), and
+        # each bound has a full window (1.2 s) of slack for a loaded machine.
+        window = 1.2
+
         async def scenario() -> None:
-            backend = self._faulty(tmp_path, delay_s=0.8)
-            store = SessionStore(backend, write_window_s=0.6)
+            backend = self._faulty(tmp_path)
+            backend.hold()
+            store = SessionStore(backend, write_window_s=window)
             session = await store.create()
             loop = asyncio.get_running_loop()
             session.append("turn/start", {"turn": 1})
-            await asyncio.sleep(0.7)  # the first write is running (0.6 + 0.8 s)
-            assert backend.appends == []
+            deadline = loop.time() + 10
+            while not backend.starts and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            assert len(backend.starts) == 1 and backend.appends == []  # the first write is held
+            admitted = loop.time()
             session.append("step/start", {"turn": 1, "step": 1})
+            await asyncio.sleep(window + 0.3)  # the second event's window is over
+            assert len(backend.starts) == 1, "a second write started while the first was running"
+            released = loop.time()
+            backend.release()
             deadline = loop.time() + 10
             while len(backend.appends) < 2 and loop.time() < deadline:
                 await asyncio.sleep(0.02)
             assert [size for _, size in backend.appends] == [1, 1]
-            gap = backend.appends[1][0] - backend.appends[0][0]
-            assert 0.8 <= gap < 1.1, gap  # started right after the first, not a window later
+            assert backend.starts[1] - admitted >= window - 0.01  # its own window was kept
+            lag = backend.starts[1] - released
+            assert lag < window, lag  # started right after the first, not a window later
             await store.close()
 
         run(scenario())

@@ -55,13 +55,18 @@ class FaultyBackend(DelegatingBackend):
     failure). ``after_write=True``: the inner append runs and commits, then the
     error is raised anyway (a lost reply: the caller cannot know it committed).
     ``partial=n``: the first ``n`` events of the batch are committed, then it fails.
-    Every append's batch size and loop time are recorded in ``appends``.
+    Every append's batch size and loop time are recorded in ``appends`` as it ends, and its
+    start time in ``starts``. ``hold()`` makes every append wait (after ``starts`` records
+    it) until ``release()``, so a test can order a write against other events by cause
+    rather than by sleeps that a loaded machine can outrun.
     """
 
     def __init__(self, inner: Backend, *, delay_s: float = 0.0) -> None:
         super().__init__(inner)
         self.delay_s = delay_s
         self.appends: list[tuple[float, int]] = []
+        self.starts: list[float] = []
+        self._gate: asyncio.Event | None = None
         self._fail: list[tuple[BaseException, bool, int | None]] = []
 
     def fail_next_append(
@@ -69,7 +74,19 @@ class FaultyBackend(DelegatingBackend):
     ) -> None:
         self._fail.append((error or OSError(5, "Input/output error (injected)"), after_write, partial))
 
+    def hold(self) -> None:
+        """Make appends wait, from now until ``release()``."""
+        self._gate = asyncio.Event()
+
+    def release(self) -> None:
+        """Let held appends (and every later one) go on."""
+        if self._gate is not None:
+            self._gate.set()
+
     async def append(self, session_id: str, batch: Sequence[Event]) -> None:
+        self.starts.append(asyncio.get_running_loop().time())
+        if self._gate is not None:
+            await self._gate.wait()
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         if self._fail:
