@@ -253,17 +253,17 @@ class StoreContract:
     def test_h68_events_inside_one_window_make_one_batch(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             backend = self._faulty(tmp_path)
-            store = SessionStore(backend, write_window_s=0.6)
+            store = SessionStore(backend, write_window_s=1.5)
             session = await store.create()
             loop = asyncio.get_running_loop()
             start = loop.time()
             session.append("turn/start", {"turn": 1})
             await asyncio.sleep(0.15)
-            assert loop.time() - start < 0.6, "the machine stalled past the whole window"
+            assert loop.time() - start < 1.5, "the machine stalled past the whole window"
             session.append("step/start", {"turn": 1, "step": 1})
             await self._appends_settled(backend, 1)
             assert [size for _, size in backend.appends] == [2]
-            assert backend.appends[0][0] - start >= 0.59
+            assert backend.starts[0] - start >= 1.49
             await store.close()
 
         run(scenario())
