@@ -18,10 +18,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples tools
+	$(BIN)/ruff check src tests bench examples tools setup.py
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict src tests examples tools
+	$(BIN)/mypy --strict src tests examples tools setup.py
 
 # The optional C walk (`make accel`) is built first (required under CI=true); the whole suite
 # runs on the pure-Python path (tests/test_encode_lossless.py runs each test on both), then the
