@@ -10,10 +10,7 @@ Rows (the issue's table, in its order):
   orjson dumps+loads of the same data (``core.bench_append``); our time / floor, ≤ 2×;
 * ``jsonl_100`` / ``sqlite_100``: durable events/s through ``SessionStore`` with one
   flush per 100 events (``storage.durable_rate``) against a bare write + fdatasync per
-  100 of the same lines (``storage.write_floor``); ours / floor, ≥ 0.5× / ≥ 0.35×. Each
-  is followed by ``jsonl_100_overlapped`` / ``sqlite_100_overlapped``: the same events with
-  the appends going on while each flush's write and fdatasync run in the worker thread
-  (one flush in flight), against the same floor;
+  100 of the same lines (``storage.write_floor``); ours / floor, ≥ 0.5× / ≥ 0.35×;
 * ``postgres_100``: the same through ``PostgresBackend`` against bare psycopg inserting
   the same lines as rows ``(session_key, seq, line)`` with ``COPY``, one
   transaction per 100 (the fastest bare way); ours / floor, ≥ 0.5×. On the shared server at
@@ -159,15 +156,11 @@ def median_of(runs: int, measure: Callable[[int], float]) -> float:
     return statistics.median(measure(attempt) for attempt in range(runs))
 
 
-def durable_median(
-    make: Callable[[Path], Backend], root: Path, sizes: Sizes, *, overlapped: bool = False
-) -> float:
+def durable_median(make: Callable[[Path], Backend], root: Path, sizes: Sizes) -> float:
     """Median events/s of ``storage.durable_rate`` at one flush per 100 events."""
     return median_of(
         sizes.repeats,
-        lambda attempt: asyncio.run(
-            durable_rate(make, root / str(attempt), sizes.durable, 100, overlapped=overlapped)
-        )[0],
+        lambda attempt: asyncio.run(durable_rate(make, root / str(attempt), sizes.durable, 100))[0],
     )
 
 
@@ -195,21 +188,24 @@ def append_row(rows: list[Row], sizes: Sizes) -> None:
 def durable_row(
     rows: list[Row], base: Path, name: str, make: Callable[[Path], Backend], sizes: Sizes, target: str
 ) -> float:
-    """The issue's row (each flush awaited before the next append), then the same events with
-    the appends going on while each flush runs (``_overlapped``), both against one floor."""
     lines = mixed_lines(sizes.durable)
     floor = median_of(
         sizes.repeats, lambda attempt: write_floor(base / f"floor-{name}-{attempt}.jsonl", lines, 100)
     )
     ours = durable_median(make, base / name, sizes)
-    overlapped = durable_median(make, base / f"{name}-overlapped", sizes, overlapped=True)
-    for row_name, measure, value in (
-        (f"{name}_100", f"durable {name}, 100 events per flush (events/s)", ours),
-        (f"{name}_100_overlapped", "  same, appending while each flush runs (events/s)", overlapped),
-    ):
-        report(
-            rows, Row(row_name, measure, value, "events/s", floor, "write+fdatasync", value / floor, target)
-        )
+    report(
+        rows,
+        Row(
+            f"{name}_100",
+            f"durable {name}, 100 events per flush (events/s)",
+            ours,
+            "events/s",
+            floor,
+            "write+fdatasync",
+            ours / floor,
+            target,
+        ),
+    )
     return ours
 
 

@@ -129,19 +129,10 @@ def write_floor(path: Path, lines: list[bytes], every: int) -> float:
 
 
 async def durable_rate(
-    make: Callable[[Path], Backend], root: Path, count: int, every: int, *, overlapped: bool = False
+    make: Callable[[Path], Backend], root: Path, count: int, every: int
 ) -> tuple[float, int]:
-    """Events/s through ``SessionStore`` with one flush per ``every`` events, timed until the
-    last flush returned (every event durable), and the wire bytes written.
-
-    ``overlapped=False`` awaits each flush before the next append. ``overlapped=True`` starts
-    each flush as a task and goes on appending while its write and fdatasync run in the
-    worker thread, waiting for it only when the next flush is due (one flush in flight, as an
-    agent whose store writes behind it does); the floor is the same bare loop either way.
-    """
     store = SessionStore(make(root), write_window_s=3600)
     session = await store.create()
-    in_flight: asyncio.Future[None] | None = None
     # A realistic mix: mostly small chunks, one larger message every 20 events.
     start = time.perf_counter()
     for index in range(count):
@@ -152,15 +143,7 @@ async def durable_rate(
         else:
             session.append("assistant/chunk", chunk(index))
         if (index + 1) % every == 0:
-            if not overlapped:
-                await store.flush(session)
-                continue
-            if in_flight is not None:
-                await in_flight
-            in_flight = asyncio.ensure_future(store.flush(session))
-            await asyncio.sleep(0)  # let the flush hand its batch to the worker thread
-    if in_flight is not None:
-        await in_flight
+            await store.flush(session)
     await store.flush(session)
     elapsed = time.perf_counter() - start
     wire = sum(len(event.encode()) + 1 for event in session.events)
