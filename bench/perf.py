@@ -7,7 +7,8 @@ machines are shared and noisy; compare ratios of one run, not absolute figures.
 Rows (the issue's table, in its order):
 
 * ``append``: ``Session.append`` of a ~900-byte assistant/message event against
-  orjson dumps+loads of the same data (``core.bench_append``); our time / floor, ≤ 2×;
+  orjson dumps+loads of the same data (``core.bench_append``, batches of 1,000 interleaved
+  with the floor's); the median of the batches' time / floor ratios, ≤ 2×;
 * ``jsonl_100`` / ``sqlite_100``: durable events/s through ``SessionStore`` with one
   flush per 100 events (``storage.durable_rate``) against a bare write + fdatasync per
   100 of the same lines (``storage.write_floor``); ours / floor, ≥ 0.5× / ≥ 0.35×;
@@ -170,6 +171,7 @@ def durable_median(make: Callable[[Path], Backend], root: Path, sizes: Sizes) ->
 def append_row(rows: list[Row], sizes: Sizes) -> None:
     figures = bench_append(batches=sizes.append_batches)
     ours, floor = figures["append_message_us"], figures["orjson_floor_us"]
+    ratio = figures["message_over_floor"]  # the median of the interleaved batches' ratios
     report(
         rows,
         Row(
@@ -179,7 +181,7 @@ def append_row(rows: list[Row], sizes: Sizes) -> None:
             "µs",
             floor,
             "orjson dumps+loads",
-            ours / floor,
+            ratio,
             "≤ 2×",
         ),
     )

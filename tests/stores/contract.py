@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -250,40 +250,55 @@ class StoreContract:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.1)
 
+    def _without_stall(self, tmp_path: Path, scenario: Callable[[Path], Awaitable[bool]]) -> None:
+        """Run ``scenario`` (False: the machine stalled past its window, so it proved nothing)
+        until it runs unstalled, three times at most, each in a fresh directory."""
+        for attempt in range(3):
+            root = tmp_path / f"attempt-{attempt}"
+            root.mkdir()
+            if run(scenario(root)):
+                return
+        pytest.fail("the machine stalled past the write window in three attempts running")
+
     def test_h68_events_inside_one_window_make_one_batch(self, tmp_path: Path) -> None:
-        async def scenario() -> None:
-            backend = self._faulty(tmp_path)
+        async def scenario(root: Path) -> bool:
+            backend = self._faulty(root)
             store = SessionStore(backend, write_window_s=1.5)
             session = await store.create()
             loop = asyncio.get_running_loop()
             start = loop.time()
             session.append("turn/start", {"turn": 1})
             await asyncio.sleep(0.15)
-            assert loop.time() - start < 1.5, "the machine stalled past the whole window"
+            stalled = loop.time() - start >= 1.5  # no turn of the loop between this and the append
             session.append("step/start", {"turn": 1, "step": 1})
             await self._appends_settled(backend, 1)
-            assert [size for _, size in backend.appends] == [2]
-            assert backend.starts[0] - start >= 1.49
+            if not stalled:
+                assert [size for _, size in backend.appends] == [2]
+                assert backend.starts[0] - start >= 1.49
             await store.close()
+            return not stalled
 
-        run(scenario())
+        self._without_stall(tmp_path, scenario)
 
     def test_h69_a_steady_stream_is_one_batch_per_window(self, tmp_path: Path) -> None:
-        async def scenario() -> None:
-            backend = self._faulty(tmp_path)
+        async def scenario(root: Path) -> bool:
+            backend = self._faulty(root)
             store = SessionStore(backend, write_window_s=1.5)
             session = await store.create()
             loop = asyncio.get_running_loop()
             start = loop.time()
             for index in range(20):
                 session.append("todo/write", {"todos": [{"content": f"t{index}", "status": "pending"}]})
-                await asyncio.sleep(0.01)
-            assert loop.time() - start < 1.5, "the machine stalled past the whole window"
+                if index < 19:
+                    await asyncio.sleep(0.01)
+            stalled = loop.time() - start >= 1.5
             await self._appends_settled(backend, 1)
-            assert [size for _, size in backend.appends] == [20]
+            if not stalled:
+                assert [size for _, size in backend.appends] == [20]
             await store.close()
+            return not stalled
 
-        run(scenario())
+        self._without_stall(tmp_path, scenario)
 
     def test_h70_background_failure_is_retained_and_rearmed_by_a_new_event(self, tmp_path: Path) -> None:
         async def scenario() -> None:
