@@ -484,7 +484,7 @@ def main() -> None:
         return
     print(
         f"{platform.node() or 'machine'}: {os.cpu_count()} cores, Python {platform.python_version()}"
-        + f", C walk (make accel) {'on' if ACCELERATED else 'off'}"
+        + f", C walk {'on' if ACCELERATED else 'off'}"
         + (" (--quick)" if args.quick else ""),
         flush=True,
     )
