@@ -281,6 +281,9 @@ class StoreContract:
         self._without_stall(tmp_path, scenario)
 
     def test_h69_a_steady_stream_is_one_batch_per_window(self, tmp_path: Path) -> None:
+        # 20 events 60 ms apart (1.14 s) inside a 1.5 s window: one batch of 20, written when
+        # the window that the first event armed ends (1.5 s), not one window after the last
+        # event (2.64 s, a sliding window). 2.07 s splits the two with 0.57 s to spare.
         async def scenario(root: Path) -> bool:
             backend = self._faulty(root)
             store = SessionStore(backend, write_window_s=1.5)
@@ -290,11 +293,12 @@ class StoreContract:
             for index in range(20):
                 session.append("todo/write", {"todos": [{"content": f"t{index}", "status": "pending"}]})
                 if index < 19:
-                    await asyncio.sleep(0.01)
+                    await asyncio.sleep(0.06)
             stalled = loop.time() - start >= 1.5
             await self._appends_settled(backend, 1)
             if not stalled:
                 assert [size for _, size in backend.appends] == [20]
+                assert 1.49 <= backend.starts[0] - start < 2.07, backend.starts[0] - start
             await store.close()
             return not stalled
 
