@@ -39,7 +39,8 @@ Rows (the issue's table, in its order):
 cost of each step of one append next to the floor (see docs/performance.md).
 ``--quick`` divides the sizes by 10 (sessions too: ``live_100`` and ``list_1000``);
 ``--json PATH`` also writes every row (value, floor, ratio, target) for a script to
-compare across commits (``-`` for stdout); ``--only a,b`` runs the named rows.
+compare across commits (``-`` for stdout; ``bench/perf_compare.py`` puts several side by
+side); ``--only a,b`` runs the named rows.
 
 Run: ``.venv/bin/python bench/perf.py [--quick] [--json out.json] [--no-postgres] [--only ROWS] [--profile]``.
 """
@@ -520,6 +521,9 @@ def main() -> None:
     if args.json:
         out: dict[str, Any] = {
             "python": platform.python_version(),
+            "cores": os.cpu_count(),
+            "accelerated": ACCELERATED,
+            "commit": _commit(),
             "quick": args.quick,
             "rows": {row.name: {**asdict(row), "met": row.met()} for row in rows},
         }
@@ -528,6 +532,24 @@ def main() -> None:
             sys.stdout.write(text + "\n")
         else:
             Path(args.json).write_text(text + "\n")
+
+
+def _commit() -> str | None:
+    """The checkout's commit (None outside a git checkout, e.g. a ``git archive`` tree)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 if __name__ == "__main__":
