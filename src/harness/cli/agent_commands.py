@@ -25,7 +25,7 @@ from rich.text import Text
 
 from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
-from harness.cli.app import _errors, _fail, _options, app
+from harness.cli.app import _choose_store, _errors, _fail, _options, _store_option, app
 from harness.cli.live import LivePrinter
 from harness.cli.mcp_commands import McpConfigOption, config_path, open_hub
 from harness.cli.otel import OTEL_HELP, live_telemetry
@@ -227,8 +227,7 @@ ModelOption = Annotated[str, typer.Option("--model", envvar="HARNESS_MODEL", met
 EffortOption = Annotated[
     str | None,
     typer.Option(
-        "--effort", envvar="HARNESS_EFFORT", metavar="LEVEL",
-        help="Reasoning effort: off, low, high or max."
+        "--effort", envvar="HARNESS_EFFORT", metavar="LEVEL", help="Reasoning effort: off, low, high or max."
     ),
 ]
 WorkspaceOption = Annotated[
@@ -243,12 +242,12 @@ def _session_id(value: str | None) -> str | None:
 
 
 SessionOption = Annotated[
-    str | None, typer.Option(
-        "--session", metavar="ID", help="Continue this stored session.", callback=_session_id
-    )
+    str | None,
+    typer.Option("--session", metavar="ID", help="Continue this stored session.", callback=_session_id),
 ]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Allow every world-changing tool call.")]
 OtelOption = Annotated[bool, typer.Option("--otel", help=OTEL_HELP)]
+
 
 @app.command(
     help="Run one task headless. World-changing tools are denied unless --yes.\n\n" + EXIT_CODES_HELP
@@ -266,8 +265,10 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    store: str | None = _store_option(),
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
+    _choose_store(ctx, store)
     task = _prompt_argument(task, "the task")
     root = _workspace(workspace)
     console = Console(stderr=as_json)
@@ -365,8 +366,10 @@ def resume(
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    store: str | None = _store_option(),
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
+    _choose_store(ctx, store)
     prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
@@ -455,12 +458,14 @@ def check(
     credentials: bool = typer.Option(
         False, "--credentials", help="Also check that the provider accepts the API key (GET /models)."
     ),
+    store: str | None = _store_option(),
 ) -> None:
     """Check the outside world against a stored session; writes nothing.
 
     MCP servers are connected again to compare them with the log. Exit 0 when nothing blocks,
     1 when a finding blocks, 2 when the check could not run (no such session, a log that does
     not load, a bad option)."""
+    _choose_store(ctx, store)
 
     async def main() -> Any:
         store = SessionStore(_options(ctx).backend(reading=True))
@@ -518,10 +523,12 @@ def chat(
     yes: YesOption = False,
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    store: str | None = _store_option(),
 ) -> None:
     """Talk with the agent in a terminal; /help lists the chat commands.
 
     /exit (or Ctrl-D) leaves; Ctrl-C cancels a running turn, and leaves at the prompt."""
+    _choose_store(ctx, store)
     root = _workspace(workspace)
     console = Console()
 
@@ -673,11 +680,13 @@ def export(
         metavar="zstd|none",
         help="With --to DIR: the encoding of the logs written (default: what the root uses; zstd if new).",
     ),
+    store: str | None = _store_option(),
 ) -> None:
     """Print a session's history (Markdown, OpenAI messages, OTLP traces), or copy sessions.
 
     With --to the sessions (all when no ID is given) are copied into a JSONL root, either
     SQLite layout (harness's or DeepSeek Harness's, --layout) or PostgreSQL, events unchanged."""
+    _choose_store(ctx, store)
     from harness.cli.export import to_markdown, to_openai
 
     if to is not None:

@@ -38,6 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 def _data_home() -> str:
     return os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
 
@@ -128,6 +129,37 @@ def _options(ctx: typer.Context) -> _Options:
     return options
 
 
+def _store_option() -> Any:
+    """``--store SPEC`` after a command name (``harness log ID --store sqlite:s.db``): the
+    same store the root ``--store`` would choose (see ``_choose_store``)."""
+    return typer.Option(
+        None,
+        "--store",
+        metavar="SPEC",
+        help="The store: DIR or jsonl:DIR, sqlite:FILE, or postgresql://URL (as the root --store).",
+    )
+
+
+def _choose_store(ctx: typer.Context, spec: str | None) -> None:
+    """Apply a ``--store`` given after the command, as the root ``--store`` would. It is the
+    option nearest the command, so it wins over any store option given before the command
+    (``--store``, ``--root``, ``--sqlite``, ``--db``) or by the environment."""
+    if not spec:
+        return
+    root = ctx.find_root()
+    if spec in ("sqlite:", "jsonl:"):
+        _fail(f"--store {spec} needs a {'FILE' if spec == 'sqlite:' else 'DIR'} after the colon", 2)
+    kind, target = parse_store(spec)
+    options = _options(ctx)
+    root.obj = _Options(
+        target if kind == "jsonl" else options.root,
+        options.compression,
+        target if kind == "sqlite" else None,
+        target if kind == "db" else None,
+        options.db_schema,
+    )
+
+
 def _with_store(ctx: typer.Context, work: Callable[[SessionStore], Any]) -> Any:
     async def main() -> Any:
         store = SessionStore(_options(ctx).backend(reading=True))
@@ -160,8 +192,11 @@ def _print_version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     store_root: str = typer.Option(
-        DEFAULT_ROOT, "--root", envvar="HARNESS_ROOT", metavar="DIR",
-        help="JSONL session root (format v0 layout)."
+        DEFAULT_ROOT,
+        "--root",
+        envvar="HARNESS_ROOT",
+        metavar="DIR",
+        help="JSONL session root (format v0 layout).",
     ),
     compression: str = typer.Option(
         "zstd",
@@ -172,8 +207,11 @@ def root(
         show_default=False,
     ),
     sqlite: str | None = typer.Option(
-        None, "--sqlite", envvar="HARNESS_SQLITE", metavar="FILE",
-        help="Use this SQLite file instead of a JSONL root."
+        None,
+        "--sqlite",
+        envvar="HARNESS_SQLITE",
+        metavar="FILE",
+        help="Use this SQLite file instead of a JSONL root.",
     ),
     db: str | None = typer.Option(
         None,
@@ -187,7 +225,7 @@ def root(
         "--db-schema",
         envvar="HARNESS_DATABASE_SCHEMA",
         metavar="NAME",
-        help="PostgreSQL schema of the sessions."
+        help="PostgreSQL schema of the sessions.",
     ),
     store: str | None = typer.Option(
         None,
@@ -263,11 +301,16 @@ def demo(
 
 
 @app.command()
-def sessions(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def sessions(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    store: str | None = _store_option(),
+) -> None:
     """List stored sessions, latest activity first; damaged ones with the reason.
 
     Each session shows its id, last activity, events, title and cwd. A session that cannot
     be loaded (a damaged header) is listed with the reason."""
+    _choose_store(ctx, store)
     from harness.cli.render import plural, sessions_table
 
     infos = _with_store(ctx, lambda store: store.list())
@@ -364,8 +407,10 @@ def log(
     ),
     since: int = typer.Option(0, "--since", metavar="SEQ", help="Only events with seq ≥ this."),
     as_json: bool = typer.Option(False, "--json", help="Print the events as JSON lines (wire form)."),
+    store: str | None = _store_option(),
 ) -> None:
     """The Event Log of a session (what a load would see, closers included)."""
+    _choose_store(ctx, store)
     from harness.cli.render import events_table
 
     notes: list[str] = []
@@ -394,8 +439,10 @@ def surface(
     session_id: str = typer.Argument(..., metavar="ID|PATH", help=_ID_OR_PATH),
     as_json: bool = typer.Option(False, "--json", help="Print the messages as JSON."),
     at: int | None = typer.Option(None, "--at", metavar="SEQ", help="As it was right after event SEQ."),
+    store: str | None = _store_option(),
 ) -> None:
     """The model history a session derives from its Surface (now, or right after --at SEQ)."""
+    _choose_store(ctx, store)
     from harness.cli.render import messages_table, plural
 
     session = _inspect(ctx, session_id)
@@ -466,10 +513,12 @@ def verify(
     ctx: typer.Context,
     target: str = typer.Argument(..., metavar="PATH|ID"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    store: str | None = _store_option(),
 ) -> None:
     """Validate a session file or a stored session (exit 0 valid, 1 invalid, 2 unreadable).
 
     A torn tail is a warning (exit 0); for an invalid log the first problem is printed."""
+    _choose_store(ctx, store)
     from harness.cli.render import plural
 
     if os.path.isfile(target):
@@ -536,10 +585,12 @@ def tail(
     session_id: str = typer.Argument(..., metavar="ID"),
     from_seq: int = typer.Option(0, "--from", min=0, metavar="N", help="Start at this seq (default 0)."),
     as_json: bool = typer.Option(False, "--json", help="Print each event as one JSON line (wire form)."),
+    store: str | None = _store_option(),
 ) -> None:
     """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
 
     Needs PostgreSQL (--db or HARNESS_DATABASE_URL)."""
+    _choose_store(ctx, store)
     from harness.cli.render import tail_line
     from harness.stores.leases import TailingBackend
 

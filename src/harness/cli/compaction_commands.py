@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.cli.agent_commands import DEFAULT_MODEL
-from harness.cli.app import _errors, _fail, _options, app
+from harness.cli.app import _choose_store, _errors, _fail, _options, _store_option, app
 from harness.cli.retention_tables import retention_tables
 from harness.cli.summary import plural
 from harness.compaction import (
@@ -63,8 +63,10 @@ def compact(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID"),
     summarizer: str = typer.Option(
-        "auto", "--summarizer", metavar="KIND",
-        help="auto (the model when a key is set, else extractive), llm, extractive."
+        "auto",
+        "--summarizer",
+        metavar="KIND",
+        help="auto (the model when a key is set, else extractive), llm, extractive.",
     ),
     model: str | None = typer.Option(
         None, "--model", envvar="HARNESS_MODEL", metavar="ID", help="Summary model id."
@@ -73,10 +75,12 @@ def compact(
         False, "--fallback", help="If the model summary fails, use the extractive one without asking."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    store: str | None = _store_option(),
 ) -> None:
     """Compact a stored session now (between turns); the log keeps every event.
 
     One checkpoint message replaces the head of its Surface."""
+    _choose_store(ctx, store)
     if summarizer not in ("auto", "llm", "extractive"):
         _fail(f"--summarizer must be auto, llm or extractive, not {summarizer!r}", 2)
     console = Console(stderr=as_json)
@@ -141,13 +145,12 @@ _PROBE_HELP = f"KIND:TEXT to keep within reach in stored sessions ({', '.join(PR
 def eval_compaction(
     ctx: typer.Context,
     session_ids: list[str] = typer.Argument(None, metavar="[ID]...", help="Stored sessions to evaluate."),
-    probes: list[str] = typer.Option(
-        [], "--probe", metavar="KIND:TEXT",
-        help=_PROBE_HELP
-    ),
+    probes: list[str] = typer.Option([], "--probe", metavar="KIND:TEXT", help=_PROBE_HELP),
     probe_sets: str | None = typer.Option(
-        None, "--probes", metavar="SET",
-        help="Probe sets (without IDs): tuned, independent, all (the default), or a probe-set JSON file."
+        None,
+        "--probes",
+        metavar="SET",
+        help="Probe sets (without IDs): tuned, independent, all (the default), or a probe-set JSON file.",
     ),
     generated: int = typer.Option(
         6, "--generated", min=0, metavar="N", help="Sessions of the tuned set (generated)."

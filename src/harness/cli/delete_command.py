@@ -15,9 +15,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from harness.cli.app import _errors, _fail, _options, _print_json, app
+from harness.cli.app import _choose_store, _errors, _fail, _options, _print_json, _store_option, app
 from harness.cli.render import plural
-from harness.cli.search_commands import _choose_store
 from harness.errors import SessionHasForks, SessionNotFound
 from harness.search.index import forget_deleted
 from harness.stores.backend import SessionInfo
@@ -46,7 +45,7 @@ def delete(
     orphan_forks: bool = typer.Option(
         False, "--orphan-forks", help="Delete it even if stored forks name it as their parent."
     ),
-    store: str | None = typer.Option(None, "--store", metavar="SPEC", help="The store, as the root --store."),
+    store: str | None = _store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print what was deleted as JSON."),
 ) -> None:
     """Delete a stored session for good: its log and its search index rows.

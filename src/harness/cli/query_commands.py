@@ -19,7 +19,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.app import _errors, _fail, _inspect, _print_json, _with_store, app
+from harness.cli.app import (
+    _choose_store,
+    _errors,
+    _fail,
+    _inspect,
+    _print_json,
+    _store_option,
+    _with_store,
+    app,
+)
 from harness.cli.render import compact_table, fold_seqs, messages_table
 from harness.cli.summary import event_summary, plural, short, value_text
 from harness.errors import HarnessError, InvalidQuery
@@ -145,12 +154,14 @@ def trace_command(
     session_id: str = typer.Argument(..., metavar="ID|PATH"),
     seq: int = typer.Argument(..., metavar="SEQ"),
     as_json: bool = typer.Option(False, "--json", help="Print the trace as JSON."),
+    store: str | None = _store_option(),
 ) -> None:
     """What one event is tied to: sources, citations, tool chain, compaction, turn.
 
     Both directions: the events it cites and those citing it, the tool call it belongs to
     (message, call, approvals, results), the replace and compaction that shadowed it, the
     compaction it is part of, and its turn and step."""
+    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         found = trace(index_of(session), seq)
@@ -174,9 +185,7 @@ def trace_command(
 
 def _records_table(records: Sequence[EventRecord], target: int, width: int) -> Table:
     wide = width >= _WIDE
-    table = compact_table(
-        caption="C current, S shadowed (replaced later), - log-only; > the event asked for"
-    )
+    table = compact_table(caption="C current, S shadowed (replaced later), - log-only; > the event asked for")
     seq_w = max(3, *(len(str(r.seq)) + 1 for r in records))
     type_w = min(max(4, *(len(r.type) for r in records)), 30 if wide else 20)
     table.add_column("seq", justify="right", no_wrap=True, min_width=seq_w)
@@ -217,8 +226,10 @@ def show(
     before: int = typer.Option(5, "--before", metavar="N", help="Events before SEQ (at most 1000)."),
     after: int = typer.Option(5, "--after", metavar="N", help="Events after SEQ (at most 1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the window as JSON (events in wire form)."),
+    store: str | None = _store_option(),
 ) -> None:
     """One event and its neighbours, each marked current, shadowed or log-only."""
+    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         found = window(index_of(session), seq, before=before, after=after)
@@ -276,11 +287,13 @@ def request(
     as_json: bool = typer.Option(
         False, "--json", help="Print the chat-completions body as the provider serializes it."
     ),
+    store: str | None = _store_option(),
 ) -> None:
     """The model request as sent at request point SEQ (--before: behind any event).
 
     A request point is a request/context or the event before a response's first chunk. Shows
     the config, system prompt, tools and messages; --json the chat-completions body."""
+    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         point = request_before(session, seq) if find else seq
@@ -353,11 +366,13 @@ def lineage_command(
     ctx: typer.Context,
     session_id: str = typer.Argument(..., metavar="ID|PATH"),
     as_json: bool = typer.Option(False, "--json", help="Print the lineage as JSON."),
+    store: str | None = _store_option(),
 ) -> None:
     """A session's fork ancestors (parentSession) and its descendants in the store.
 
     A session file is placed among the store's sessions by the id and parent its header
     names."""
+    _choose_store(ctx, store)
     given = _file_header(session_id) if os.path.isfile(session_id) else None
 
     async def work(store: SessionStore) -> Lineage:

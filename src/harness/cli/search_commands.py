@@ -15,7 +15,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from harness.cli.app import _fail, _Options, _options, _print_json, _with_store, app, parse_store
+from harness.cli.app import (
+    _choose_store,
+    _fail,
+    _options,
+    _print_json,
+    _store_option,
+    _with_store,
+    app,
+)
 from harness.cli.render import plural
 from harness.query import EventFilter
 from harness.search import IndexReport, SearchHit, SearchIndex, SearchPage, open_search_index
@@ -30,23 +38,6 @@ MARKS: Final = {"current": "C", "shadowed": "S", "log-only": "-"}
 
 def _console() -> Console:
     return Console(highlight=False)
-
-
-def _choose_store(ctx: typer.Context, spec: str | None) -> None:
-    """``--store`` given after the command: it chooses the store as the root option does."""
-    if not spec:
-        return
-    if spec in ("sqlite:", "jsonl:"):
-        _fail(f"--store {spec} needs a {'FILE' if spec == 'sqlite:' else 'DIR'} after the colon", 2)
-    kind, target = parse_store(spec)
-    options = _options(ctx)
-    ctx.find_root().obj = _Options(
-        target if kind == "jsonl" else options.root,
-        options.compression,
-        target if kind == "sqlite" else None,
-        target if kind == "db" else None,
-        options.db_schema,
-    )
 
 
 def _missing_root(ctx: typer.Context) -> str | None:
@@ -134,7 +125,7 @@ def search(
     cursor: str | None = typer.Option(
         None, "--cursor", metavar="C", help="The next page (from a previous search)."
     ),
-    store: str | None = typer.Option(None, "--store", metavar="SPEC", help="The store, as the root --store."),
+    store: str | None = _store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
 ) -> None:
     """Search every session of the store for TEXT (shadowed history included).
@@ -192,7 +183,7 @@ def _print_report(console: Console, report: IndexReport, rebuilt: bool) -> None:
 def index_command(
     ctx: typer.Context,
     rebuild: bool = typer.Option(False, "--rebuild", help="Throw the index away and build it again."),
-    store: str | None = typer.Option(None, "--store", metavar="SPEC", help="The store, as the root --store."),
+    store: str | None = _store_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Bring the store's full-text index up to date (search does it too), or rebuild it.

@@ -7,7 +7,7 @@ import os
 
 import typer
 
-from harness.cli.app import _fail, _Options, _options, app, parse_store
+from harness.cli.app import _choose_store, _fail, _options, _store_option, app
 from harness.stores.store import SessionStore
 
 __all__: list[str] = []
@@ -16,9 +16,7 @@ __all__: list[str] = []
 @app.command()
 def serve(
     ctx: typer.Context,
-    store: str | None = typer.Option(
-        None, "--store", metavar="SPEC", help="The store: DIR or jsonl:DIR, sqlite:FILE, postgresql://URL."
-    ),
+    store: str | None = _store_option(),
     host: str = typer.Option(
         "127.0.0.1", "--host", metavar="ADDR", help="Address to bind (default 127.0.0.1)."
     ),
@@ -50,16 +48,8 @@ def serve(
     from harness.viewer.server import ViewerError
     from harness.viewer.server import serve as run
 
+    _choose_store(ctx, store)
     options = _options(ctx)
-    if store:
-        kind, target = parse_store(store)
-        options = _Options(
-            target if kind == "jsonl" else options.root,
-            options.compression,
-            target if kind == "sqlite" else None,
-            target if kind == "db" else None,
-            options.db_schema,
-        )
     if options.sqlite and not options.db and not os.path.exists(options.sqlite):
         _fail(f"no SQLite file at {options.sqlite} (the viewer creates none)", 2)
     if not options.sqlite and not options.db and not os.path.isdir(options.root):
