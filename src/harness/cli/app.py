@@ -589,7 +589,8 @@ def tail(
 ) -> None:
     """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
 
-    Needs PostgreSQL (--db or HARNESS_DATABASE_URL)."""
+    A JSONL root or a harness SQLite file is polled (every 0.1 s, reading only what is new);
+    PostgreSQL tells the tail of each commit (LISTEN/NOTIFY)."""
     _choose_store(ctx, store)
     from harness.cli.render import tail_line
     from harness.stores.leases import TailingBackend
@@ -609,7 +610,7 @@ def tail(
         try:
             if not isinstance(backend, TailingBackend):
                 raise StorageError(
-                    f"tail follows PostgreSQL sessions only: pass --db URL or set HARNESS_DATABASE_URL "
+                    "tail follows JSONL, harness SQLite and PostgreSQL sessions "
                     f"(this store is {type(backend).__name__})"
                 )
             await backend.stored_length(session_id)  # an unknown id fails here, before the banner

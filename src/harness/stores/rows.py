@@ -14,15 +14,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.errors import CorruptSession, InvalidHeader, UnsupportedFormat
-from harness.events.envelope import as_safe_int
-from harness.events.event import Event
-from harness.events.json import UnrepresentableJson, loads
+from harness.events.envelope import as_safe_int, envelope_problem
+from harness.events.event import APPEND, Event, Replace, SurfaceOp
+from harness.events.json import UnrepresentableJson, dumps_kept, loads
 from harness.events.packed import PackedRowError, expand_row, is_packed_row
 from harness.session.header import SESSION_FORMAT_VERSION, SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, StreamRejected
 
 __all__ = [
     "decode_row",
+    "event_from_wire",
     "header_from_text",
     "page_events",
     "page_rows",
@@ -171,3 +172,36 @@ def title_from_line(line: object) -> str | None:
     data = event.get("data") if isinstance(event, dict) else None
     value = data.get("title") if isinstance(data, dict) else None
     return value if isinstance(value, str) else None
+
+
+def event_from_wire(obj: dict[str, Any], corrupt: Callable[[str], CorruptSession]) -> Event:
+    """An ``Event`` from a committed wire object, its envelope checked (``corrupt(detail)``
+    makes the error). Surface rules are not checked: a tail reports what was committed, it
+    does not restore a session."""
+    problem = envelope_problem(obj)
+    if problem is not None:
+        raise corrupt(f"event at seq {obj.get('seq')!r}: {problem}")
+    raw_op = obj.get("surfaceOp")
+    sources = obj.get("sourceEventSeqs")
+    op: SurfaceOp | None
+    try:
+        if raw_op is None:
+            op = None
+        elif raw_op == APPEND:
+            op = APPEND
+        elif isinstance(raw_op, dict) and raw_op.get("op") == "replace":
+            op = Replace(int(raw_op["start"]), int(raw_op["end"]))
+        else:
+            raise ValueError(f"unknown surfaceOp {raw_op!r}")
+        seqs = tuple(int(seq) for seq in sources) if isinstance(sources, list) else None
+    except (KeyError, TypeError, ValueError) as error:
+        raise corrupt(f"event at seq {obj['seq']}: {error}") from None
+    return Event(
+        obj["type"],
+        as_safe_int(obj["seq"], negative_zero=True),  # type: ignore[arg-type]
+        as_safe_int(obj["time"], negative_zero=True),  # type: ignore[arg-type]
+        dumps_kept(obj["data"]),
+        op,
+        seqs,
+        obj.get("ignorable") is True,
+    )

@@ -93,7 +93,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -124,6 +124,7 @@ from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.ids import check_session_id
 from harness.stores.rows import decode_row, header_from_text, page_events, title_from_line, title_seq
 from harness.stores.sqlite_pages import file_id, keyed_rows, stored_pages
+from harness.stores.sqlite_tail import tail_rows
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 
@@ -593,6 +594,21 @@ class SqliteBackend(ThreadedDatabase):
     async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
         """Append ``closers`` in one transaction (SQLite logs have no torn tails to cut)."""
         await self.append(session_id, closers)
+
+    def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
+        """The committed events with ``seq >= from_seq`` in order, then each new batch as it
+        commits, until the iterator is closed (``TailingBackend``; see ``sqlite_tail``: it
+        polls the session's length on this backend's connection)."""
+        check_session_id(session_id)
+        return tail_rows(
+            session_id,
+            from_seq,
+            key=_sql_text(session_id),
+            where=str(self._path),
+            connection=lambda: self._db,
+            pending=lambda wanted: wanted in self._pending,
+            run=self._run,
+        )
 
     async def stored_length(self, session_id: str) -> int:
         """The committed event count (0 for a created, never-appended session)."""

@@ -482,7 +482,10 @@ class SessionStore:
         self._check_open()
         check_session_id(session_id)
         if not isinstance(self._backend, TailingBackend):
-            raise StorageError(f"{type(self._backend).__name__} cannot tail a session (use PostgresBackend)")
+            raise StorageError(
+                f"{type(self._backend).__name__} cannot tail a session "
+                "(the JSONL, harness SQLite and PostgreSQL backends can)"
+            )
         return self._backend.tail(session_id, from_seq)
 
 

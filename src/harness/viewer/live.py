@@ -28,7 +28,9 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from harness.errors import HarnessError
+from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.leases import TailingBackend
+from harness.stores.sqlite import SqliteBackend
 from harness.viewer.catalog import Catalog, Loaded
 
 __all__ = ["live_response", "session_state"]
@@ -67,7 +69,8 @@ def _message(kind: str, value: Any) -> bytes:
 async def _wakeups(catalog: Catalog, session_id: str, since: int, poll: float) -> AsyncIterator[None]:
     """Yields whenever the stored log of ``session_id`` may have grown past ``since``."""
     backend = catalog.store.backend
-    if isinstance(backend, TailingBackend):
+    # JSONL and SQLite tails poll too; the version poll below is the cheaper of the two here.
+    if isinstance(backend, TailingBackend) and not isinstance(backend, (JsonlBackend, SqliteBackend)):
         tail = catalog.store.tail(session_id, since)
         try:
             async for _ in tail:

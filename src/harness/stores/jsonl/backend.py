@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any, Final, TypeVar
 
 import zstandard
@@ -81,6 +81,7 @@ from harness.stores.jsonl.paths import (
 from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
 from harness.stores.jsonl.stream import open_log, plain_events, plain_lines, zstd_events, zstd_lines
+from harness.stores.jsonl.tail import tail_log
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["JsonlBackend"]
@@ -611,6 +612,22 @@ class JsonlBackend:
         return True
 
     # ---- the rest ---------------------------------------------------------------------
+
+    def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
+        """The committed events with ``seq >= from_seq`` in order, then each new one as it
+        commits, until the iterator is closed (``TailingBackend``; see ``jsonl.tail``: it
+        polls the log's stat and reads only what a write lock does not cover)."""
+        check_session_id(session_id)
+
+        def find_log(wanted: str) -> str | None:
+            self._check_root()
+            return self._layout.find_log(wanted)
+
+        def pending(wanted: str) -> bool:
+            cursor = self._cursors.get(wanted)
+            return cursor is not None and not cursor.published
+
+        return tail_log(session_id, from_seq, find_log=find_log, pending=pending, run=self._run)
 
     async def stored_length(self, session_id: str) -> int:
         """The committed event count; after a write of unknown outcome, learned from the file."""

@@ -19,11 +19,11 @@ from typing import Any
 
 from harness.errors import CorruptSession
 from harness.events.collector import collector_paused
-from harness.events.envelope import as_safe_int, envelope_problem
-from harness.events.event import APPEND, Event, Replace, SurfaceOp
-from harness.events.json import dumps, dumps_kept, loads
+from harness.events.event import Event
+from harness.events.json import dumps, loads
 from harness.session.header import SessionHeader
 from harness.stores.rows import decode_row, header_from_text, title_seq
+from harness.stores.rows import event_from_wire as wire_event
 
 __all__ = [
     "corrupt",
@@ -87,32 +87,6 @@ def decode_lines(
 
 
 def event_from_wire(session_id: str, obj: dict[str, Any], where: str) -> Event:
-    """An ``Event`` from a committed wire object (envelope checked; Surface rules are not:
-    a tail reports what was committed, it does not restore a session)."""
-    problem = envelope_problem(obj)
-    if problem is not None:
-        raise corrupt(session_id, where, f"event at seq {obj.get('seq')!r}: {problem}")
-    raw_op = obj.get("surfaceOp")
-    sources = obj.get("sourceEventSeqs")
-    op: SurfaceOp | None
-    try:
-        if raw_op is None:
-            op = None
-        elif raw_op == APPEND:
-            op = APPEND
-        elif isinstance(raw_op, dict) and raw_op.get("op") == "replace":
-            op = Replace(int(raw_op["start"]), int(raw_op["end"]))
-        else:
-            raise ValueError(f"unknown surfaceOp {raw_op!r}")
-        seqs = tuple(int(seq) for seq in sources) if isinstance(sources, list) else None
-    except (KeyError, TypeError, ValueError) as error:
-        raise corrupt(session_id, where, f"event at seq {obj['seq']}: {error}") from None
-    return Event(
-        obj["type"],
-        as_safe_int(obj["seq"], negative_zero=True),  # type: ignore[arg-type]
-        as_safe_int(obj["time"], negative_zero=True),  # type: ignore[arg-type]
-        dumps_kept(obj["data"]),
-        op,
-        seqs,
-        obj.get("ignorable") is True,
-    )
+    """An ``Event`` from a committed wire object (``rows.event_from_wire``), its damage
+    named as this schema's."""
+    return wire_event(obj, lambda detail: corrupt(session_id, where, detail))
