@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import select
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +18,7 @@ from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
-from tests.interruptible import HARNESS_CLI
+from tests.interruptible import HARNESS_CLI, ChildLines
 from tests.stores.contract import one_turn
 from tests.stores.tail_contract import chunks
 
@@ -63,29 +60,11 @@ def test_tail_prints_the_log_then_what_another_process_commits(tmp_path: Path, k
     stored = seed(make(tmp_path))
     command = [*HARNESS_CLI, "tail", "live-1", "--from", "2", "--json", "--store", spec(tmp_path)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines: list[bytes] = []
-    buffer = b""
-
-    def read_until(total: int) -> None:
-        nonlocal buffer
-        assert process.stdout is not None
-        deadline = time.monotonic() + 60
-        while len(lines) < total:
-            assert time.monotonic() < deadline, f"tail printed {len(lines)} of {total} events"
-            ready, _, _ = select.select([process.stdout], [], [], 0.1)
-            if not ready:
-                continue
-            data = os.read(process.stdout.fileno(), 65536)
-            assert data, "tail exited early: " + (process.stderr.read().decode() if process.stderr else "")
-            buffer += data
-            *complete, buffer = buffer.split(b"\n")
-            lines.extend(complete)
-
+    child = ChildLines(process)
     try:
-        read_until(len(stored) - 2)
-        assert lines == stored[2:]
+        assert child.until(len(stored) - 2) == stored[2:]
         added = more(make(tmp_path), len(stored))
-        read_until(len(stored) - 2 + len(added))
+        lines = child.until(len(stored) - 2 + len(added))
         assert lines == stored[2:] + added
         assert [json.loads(line)["seq"] for line in lines] == list(range(2, len(stored) + len(added)))
     finally:

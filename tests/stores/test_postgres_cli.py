@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.stores.store import SessionStore
-from tests.interruptible import HARNESS_CLI
+from tests.interruptible import HARNESS_CLI, ChildLines
 from tests.stores.contract import one_turn
 from tests.stores.pg import PgSchema, chunk, fresh_schema, run, server_dsn
 
@@ -99,32 +99,16 @@ def test_tail_prints_events_as_they_commit(pg: PgSchema) -> None:
     env = {**os.environ, "HARNESS_DATABASE_URL": pg.dsn, "HARNESS_DATABASE_SCHEMA": pg.name}
     command = [*HARNESS_CLI, "tail", "demo-1", "--from", "2"]
     process = subprocess.Popen([*command, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    lines: list[dict[str, object]] = []
-    buffer = b""
-
-    def read_until(total: int) -> None:
-        nonlocal buffer
-        assert process.stdout is not None
-        deadline = time.monotonic() + 60
-        while len(lines) < total:
-            assert time.monotonic() < deadline, f"tail printed {len(lines)} of {total} events"
-            ready, _, _ = select.select([process.stdout], [], [], 0.1)
-            if not ready:
-                continue
-            data = os.read(process.stdout.fileno(), 65536)
-            assert data, "tail exited early: " + (process.stderr.read().decode() if process.stderr else "")
-            buffer += data
-            *complete, buffer = buffer.split(b"\n")
-            lines.extend(json.loads(line) for line in complete)
+    child = ChildLines(process)
 
     async def more() -> None:
         async with pg.opened() as backend:
             await backend.append("demo-1", [chunk(count), chunk(count + 1, "live")])
 
     try:
-        read_until(count - 2)  # the stored events from seq 2
+        child.until(count - 2)  # the stored events from seq 2
         run(more())
-        read_until(count)
+        lines = [json.loads(line) for line in child.until(count)]
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(30)
