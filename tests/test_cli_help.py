@@ -74,3 +74,27 @@ def test_the_command_list_breaks_no_summary_mid_line(width: int) -> None:
     assert len(entries) == len(COMMANDS)
     for entry in entries:
         assert entry.endswith("."), entry
+
+
+def _paragraphs(text: str) -> list[list[str]]:
+    """The description of a ``--help`` page (between the usage line and the first panel), as
+    paragraphs of stripped lines."""
+    block = text.split("╭")[0].splitlines()
+    usage = next(index for index, line in enumerate(block) if "Usage:" in line)
+    paragraphs: list[list[str]] = [[]]
+    for line in block[usage + 1 :]:
+        if line.strip():
+            paragraphs[-1].append(line.strip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [paragraph for paragraph in paragraphs if paragraph]
+
+
+@pytest.mark.parametrize("command", [(name,) for name in COMMANDS] + [("mcp", "list")], ids=" ".join)
+def test_help_paragraphs_wrap_at_the_terminal_width(command: tuple[str, ...]) -> None:
+    """Typer keeps the single line breaks of a docstring's later paragraphs: text wrapped for
+    the source printed ragged (``Exit 0 when`` / ``nothing blocks,`` / ``1 when ...``). Every
+    line of a paragraph but its last now fills most of the 80 columns."""
+    for paragraph in _paragraphs(help_text(*command, width=80)):
+        short = [line for line in paragraph[:-1] if len(line) < 50]
+        assert short == [], paragraph

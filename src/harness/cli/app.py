@@ -589,7 +589,8 @@ def tail(
 ) -> None:
     """Follow a session live: its events from --from on, then each one as it commits (Ctrl-C stops).
 
-    A JSONL root or a harness SQLite file is polled (every 0.1 s, reading only what is new);
+    A JSONL root or a harness SQLite file is polled every 0.1 s, reading only what is new.
+
     PostgreSQL tells the tail of each commit (LISTEN/NOTIFY)."""
     _choose_store(ctx, store)
     from harness.cli.render import tail_line

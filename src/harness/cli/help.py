@@ -4,11 +4,14 @@ Typer labels every parameter with its Python type (``--yes <bool>``, ``--root <s
 flag looks as if it took a value. ``HarnessGroup`` (the ``harness`` app's group class) gives
 each option of the app and of every command a plain label instead: nothing for a flag, the
 option's ``metavar`` (``DIR``, ``URL``) or a word for its kind (``TEXT``, ``N``) for a value,
-and nothing after a positional argument's name.
+and nothing after a positional argument's name. It also joins the lines of each paragraph of a
+command's help (``_reflow``): Typer keeps the single line breaks of a docstring's later
+paragraphs, so text wrapped for the source printed ragged at a terminal's width.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -24,6 +27,28 @@ def _word(label: str) -> str:
     if bare.startswith("list[") and bare.endswith("]"):
         bare = bare[len("list[") : -1]
     return _WORDS.get(bare, bare.upper())
+
+
+def _reflow(text: str | None) -> str | None:
+    """``text`` with each paragraph's lines joined by spaces, so the terminal wraps it. A
+    paragraph that opens with ``\\b`` keeps its line breaks (click's convention), and what
+    follows a ``\\f`` (help that is not shown) is left as it is."""
+    if not text:
+        return text
+    shown, cut, hidden = inspect.cleandoc(text).partition("\f")
+    paragraphs = [
+        paragraph if paragraph.startswith("\b") else " ".join(line.strip() for line in paragraph.splitlines())
+        for paragraph in shown.split("\n\n")
+    ]
+    return "\n\n".join(paragraphs) + cut + hidden
+
+
+def _reflowed(command: Any) -> Any:
+    """``command`` (and a group's commands) with ``_reflow``-ed help."""
+    command.help = _reflow(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        sub.help = _reflow(sub.help)
+    return command
 
 
 class _PlainOption(TyperOption):
@@ -64,5 +89,5 @@ class HarnessGroup(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if type(command) is TyperCommand:
             command.__class__ = _PlainCommand
-        return command
+        return None if command is None else _reflowed(command)
 
