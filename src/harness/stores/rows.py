@@ -27,6 +27,7 @@ __all__ = [
     "header_from_text",
     "page_events",
     "page_rows",
+    "row_events",
     "row_pages",
     "title_from_line",
     "title_seq",
@@ -205,3 +206,19 @@ def event_from_wire(obj: dict[str, Any], corrupt: Callable[[str], CorruptSession
         seqs,
         obj.get("ignorable") is True,
     )
+
+
+def row_events(
+    line: Any, seq: int, from_seq: int, corrupt: Callable[[str], CorruptSession], out: list[Event]
+) -> int:
+    """For a tail: append to ``out`` the events of the stored row at ``seq`` (its event, or a
+    packed row's members) whose seq is ``from_seq`` or more, each checked to carry the next
+    seq; return the seq after the row."""
+    for obj in decode_row(line, seq, corrupt, packed=True):
+        member = obj.get("seq")
+        if type(member) is not int or member != seq:
+            raise corrupt(f"event seq {member!r} where {seq} was due")
+        if member >= from_seq:
+            out.append(event_from_wire(obj, corrupt))
+        seq += 1
+    return seq

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from harness.errors import CorruptSession, SessionDeleted, SessionNotFound, StorageError
 from harness.events.event import Event
-from harness.stores.rows import decode_row, event_from_wire
+from harness.stores.rows import row_events
 
 __all__ = ["POLL_S", "tail_rows"]
 
@@ -77,14 +77,7 @@ def _read(
                 for seq, line in rows:
                     if seq != cursor.seq:
                         raise corrupt(f"a row at seq {seq} where {cursor.seq} was due")
-                    for obj in decode_row(line, seq, corrupt, packed=True):
-                        member = obj.get("seq") if isinstance(obj, dict) else None
-                        if type(member) is not int or member != cursor.seq:
-                            raise corrupt(f"event seq {member!r} where {cursor.seq} was due")
-                        if member >= from_seq:
-                            events.append(event_from_wire(obj, corrupt))
-                        cursor.seq += 1
-                    cursor.row = cursor.seq
+                    cursor.row = cursor.seq = row_events(line, seq, from_seq, corrupt, events)
             cursor.length = length
             return length, events
         finally:

@@ -30,7 +30,7 @@ from harness.errors import CorruptSession, SessionDeleted, SessionNotFound
 from harness.events.event import Event
 from harness.stores.jsonl.frames import FrameError, decode_frame, scan_frames
 from harness.stores.jsonl.stream import open_log
-from harness.stores.rows import decode_row, event_from_wire
+from harness.stores.rows import row_events
 
 try:
     import fcntl
@@ -69,21 +69,24 @@ def _corrupt(path: str, detail: str) -> CorruptSession:
 
 def _decode(state: _Followed, lines: list[bytes]) -> None:
     """Decode ``lines`` (complete, in order) into ``state.events``, checking each seq."""
+
+    def corrupt(detail: str) -> CorruptSession:
+        return _corrupt(state.path, detail)
+
     for line in lines:
-        for obj in decode_row(line, state.seq, lambda detail: _corrupt(state.path, detail), packed=True):
-            seq = obj.get("seq") if isinstance(obj, dict) else None
-            if type(seq) is not int or seq != state.seq:
-                raise _corrupt(state.path, f"event seq {seq!r} where {state.seq} was due")
-            if seq >= state.skip_below:
-                state.events.append(event_from_wire(obj, lambda detail: _corrupt(state.path, detail)))
-            state.seq += 1
+        state.seq = row_events(line, state.seq, state.skip_below, corrupt, state.events)
 
 
 def _new_bytes(state: _Followed, fd: int, size: int) -> None:
     """Decode what the log holds past ``state.offset`` (the caller holds the shared lock)."""
     if size < state.offset:
         raise _corrupt(state.path, f"it shrank to {size} bytes below the {state.offset} already read")
-    chunk = os.pread(fd, size - state.offset, state.offset) if size > state.offset else b""
+    if size > state.offset:
+        _consume(state, os.pread(fd, size - state.offset, state.offset))
+
+
+def _consume(state: _Followed, chunk: bytes) -> None:
+    """Decode the whole lines (or frames) of ``chunk``, the log's bytes from ``state.offset``."""
     if state.zstd:
         try:
             scan = scan_frames(chunk)
@@ -143,10 +146,9 @@ def _first(session_id: str, path: str, from_seq: int) -> _Followed | str:
         if start is None:
             return _UNCLEAN
         state = _Followed(path, (info.st_dev, info.st_ino), zstd, 0, 0, from_seq)
-        if zstd:
+        if start.buf is not None:  # zstd: open_log read the file once; its frames follow the header's
             state.offset = start.frames[0][0] if start.frames else start.size
-            # Frames after the header frame begin where open_log's first one does.
-            _new_bytes(state, fd, info.st_size)
+            _consume(state, start.buf[state.offset : start.size])
         else:
             state.offset = start.start
             _new_bytes(state, fd, info.st_size)
