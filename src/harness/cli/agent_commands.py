@@ -25,7 +25,7 @@ from rich.text import Text
 
 from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
-from harness.cli.app import _choose_store, _errors, _fail, _options, _store_option, app
+from harness.cli.app import _errors, _fail, _options, _store_option, app
 from harness.cli.live import LivePrinter
 from harness.cli.mcp_commands import McpConfigOption, config_path, open_hub
 from harness.cli.otel import OTEL_HELP, live_telemetry
@@ -268,7 +268,6 @@ def run(
     store: str | None = _store_option(),
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
-    _choose_store(ctx, store)
     task = _prompt_argument(task, "the task")
     root = _workspace(workspace)
     console = Console(stderr=as_json)
@@ -369,7 +368,6 @@ def resume(
     store: str | None = _store_option(),
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
-    _choose_store(ctx, store)
     prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
@@ -465,7 +463,6 @@ def check(
     MCP servers are connected again to compare them with the log. Exit 0 when nothing blocks,
     1 when a finding blocks, 2 when the check could not run (no such session, a log that does
     not load, a bad option)."""
-    _choose_store(ctx, store)
 
     async def main() -> Any:
         store = SessionStore(_options(ctx).backend(reading=True))
@@ -528,7 +525,6 @@ def chat(
     """Talk with the agent in a terminal; /help lists the chat commands.
 
     /exit (or Ctrl-D) leaves; Ctrl-C cancels a running turn, and leaves at the prompt."""
-    _choose_store(ctx, store)
     root = _workspace(workspace)
     console = Console()
 
@@ -686,7 +682,6 @@ def export(
 
     With --to the sessions (all when no ID is given) are copied into a JSONL root, either
     SQLite layout (harness's or DeepSeek Harness's, --layout) or PostgreSQL, events unchanged."""
-    _choose_store(ctx, store)
     from harness.cli.export import to_markdown, to_openai
 
     if to is not None:

@@ -131,21 +131,23 @@ def _options(ctx: typer.Context) -> _Options:
 
 def _store_option() -> Any:
     """``--store SPEC`` after a command name (``harness log ID --store sqlite:s.db``): the
-    same store the root ``--store`` would choose (see ``_choose_store``)."""
+    same store the root ``--store`` would choose. Declaring it is all a command does: its
+    callback (run after the root options, before the command) applies it (``_choose_store``)."""
     return typer.Option(
         None,
         "--store",
         metavar="SPEC",
+        callback=_choose_store,
         help="The store: DIR or jsonl:DIR, sqlite:FILE, or postgresql://URL (as the root --store).",
     )
 
 
-def _choose_store(ctx: typer.Context, spec: str | None) -> None:
+def _choose_store(ctx: typer.Context, spec: str | None) -> str | None:
     """Apply a ``--store`` given after the command, as the root ``--store`` would. It is the
     option nearest the command, so it wins over any store option given before the command
     (``--store``, ``--root``, ``--sqlite``, ``--db``) or by the environment."""
     if not spec:
-        return
+        return spec
     root = ctx.find_root()
     if spec in ("sqlite:", "jsonl:"):
         _fail(f"--store {spec} needs a {'FILE' if spec == 'sqlite:' else 'DIR'} after the colon", 2)
@@ -158,6 +160,7 @@ def _choose_store(ctx: typer.Context, spec: str | None) -> None:
         target if kind == "db" else None,
         options.db_schema,
     )
+    return spec
 
 
 def _with_store(ctx: typer.Context, work: Callable[[SessionStore], Any]) -> Any:
@@ -310,7 +313,6 @@ def sessions(
 
     Each session shows its id, last activity, events, title and cwd. A session that cannot
     be loaded (a damaged header) is listed with the reason."""
-    _choose_store(ctx, store)
     from harness.cli.render import plural, sessions_table
 
     infos = _with_store(ctx, lambda store: store.list())
@@ -410,7 +412,6 @@ def log(
     store: str | None = _store_option(),
 ) -> None:
     """The Event Log of a session (what a load would see, closers included)."""
-    _choose_store(ctx, store)
     from harness.cli.render import events_table
 
     notes: list[str] = []
@@ -442,7 +443,6 @@ def surface(
     store: str | None = _store_option(),
 ) -> None:
     """The model history a session derives from its Surface (now, or right after --at SEQ)."""
-    _choose_store(ctx, store)
     from harness.cli.render import messages_table, plural
 
     session = _inspect(ctx, session_id)
@@ -518,7 +518,6 @@ def verify(
     """Validate a session file or a stored session (exit 0 valid, 1 invalid, 2 unreadable).
 
     A torn tail is a warning (exit 0); for an invalid log the first problem is printed."""
-    _choose_store(ctx, store)
     from harness.cli.render import plural
 
     if os.path.isfile(target):
@@ -592,7 +591,6 @@ def tail(
     A JSONL root or a harness SQLite file is polled every 0.1 s, reading only what is new.
 
     PostgreSQL tells the tail of each commit (LISTEN/NOTIFY)."""
-    _choose_store(ctx, store)
     from harness.cli.render import tail_line
     from harness.stores.leases import TailingBackend
 

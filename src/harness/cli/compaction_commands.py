@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.cli.agent_commands import DEFAULT_MODEL
-from harness.cli.app import _choose_store, _errors, _fail, _options, _store_option, app
+from harness.cli.app import _errors, _fail, _options, _store_option, app
 from harness.cli.retention_tables import retention_tables
 from harness.cli.summary import plural
 from harness.compaction import (
@@ -80,7 +80,6 @@ def compact(
     """Compact a stored session now (between turns); the log keeps every event.
 
     One checkpoint message replaces the head of its Surface."""
-    _choose_store(ctx, store)
     if summarizer not in ("auto", "llm", "extractive"):
         _fail(f"--summarizer must be auto, llm or extractive, not {summarizer!r}", 2)
     console = Console(stderr=as_json)

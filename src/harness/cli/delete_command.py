@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from harness.cli.app import _choose_store, _errors, _fail, _options, _print_json, _store_option, app
+from harness.cli.app import _errors, _fail, _options, _print_json, _store_option, app
 from harness.cli.render import plural
 from harness.errors import SessionHasForks, SessionNotFound
 from harness.search.index import forget_deleted
@@ -53,7 +53,6 @@ def delete(
     Shows the session and asks first (--yes skips the question). A session that stored forks
     name as their parent is refused unless --orphan-forks (each fork keeps its own copy of
     what it inherited). Nothing else in the store changes."""
-    _choose_store(ctx, store)
     console = Console(stderr=as_json, highlight=False)
 
     async def main() -> dict[str, Any] | None:

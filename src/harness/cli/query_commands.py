@@ -20,7 +20,6 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.cli.app import (
-    _choose_store,
     _errors,
     _fail,
     _inspect,
@@ -161,7 +160,6 @@ def trace_command(
     Both directions: the events it cites and those citing it, the tool call it belongs to
     (message, call, approvals, results), the replace and compaction that shadowed it, the
     compaction it is part of, and its turn and step."""
-    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         found = trace(index_of(session), seq)
@@ -229,7 +227,6 @@ def show(
     store: str | None = _store_option(),
 ) -> None:
     """One event and its neighbours, each marked current, shadowed or log-only."""
-    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         found = window(index_of(session), seq, before=before, after=after)
@@ -293,7 +290,6 @@ def request(
 
     A request point is a request/context or the event before a response's first chunk. Shows
     the config, system prompt, tools and messages; --json the chat-completions body."""
-    _choose_store(ctx, store)
     session = _inspect(ctx, session_id)
     with _errors():
         point = request_before(session, seq) if find else seq
@@ -372,7 +368,6 @@ def lineage_command(
 
     A session file is placed among the store's sessions by the id and parent its header
     names."""
-    _choose_store(ctx, store)
     given = _file_header(session_id) if os.path.isfile(session_id) else None
 
     async def work(store: SessionStore) -> Lineage:

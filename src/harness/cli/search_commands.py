@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.text import Text
 
 from harness.cli.app import (
-    _choose_store,
     _fail,
     _options,
     _print_json,
@@ -134,7 +133,6 @@ def search(
     text (messages, tool calls and results, todos, approvals, failures). The store's index
     is brought up to date first. Hits are ranked; each shows where it is (session, seq,
     type, C/S/- classification, turn.step) and the text around the match."""
-    _choose_store(ctx, store)
     if shadowed and current:
         _fail("--shadowed and --current exclude each other: give one", 2)
     classes: tuple[Any, ...] = ("shadowed",) if shadowed else ("current",) if current else ()
@@ -190,7 +188,6 @@ def index_command(
 
     A JSONL root keeps the index in <root>/.harness-index.sqlite, an SQLite store beside its
     file, PostgreSQL in search_* tables of its schema."""
-    _choose_store(ctx, store)
 
     async def work(sessions: SessionStore) -> IndexReport:
         async with _index_of(sessions) as index:

@@ -7,7 +7,7 @@ import os
 
 import typer
 
-from harness.cli.app import _choose_store, _fail, _options, _store_option, app
+from harness.cli.app import _fail, _options, _store_option, app
 from harness.stores.store import SessionStore
 
 __all__: list[str] = []
@@ -48,7 +48,6 @@ def serve(
     from harness.viewer.server import ViewerError
     from harness.viewer.server import serve as run
 
-    _choose_store(ctx, store)
     options = _options(ctx)
     if options.sqlite and not options.db and not os.path.exists(options.sqlite):
         _fail(f"no SQLite file at {options.sqlite} (the viewer creates none)", 2)
