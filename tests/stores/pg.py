@@ -13,6 +13,7 @@ import functools
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import psycopg
@@ -151,3 +152,19 @@ def backend_schema(request: pytest.FixtureRequest, prefix: str = "t") -> Iterato
 
 
 __all__ = ["chunk", "header", "run", "sample_events", "wire"]
+
+
+class SchemaPerTest:
+    """A suite mixin: each test gets a fresh schema (``self.schema``) and ``make_backend``
+    opens a ``PostgresBackend`` on it (a new object each call, as the contract suites ask)."""
+
+    schema: PgSchema
+
+    @pytest.fixture(autouse=True)
+    def _schema(self) -> Iterator[None]:
+        for schema in fresh_schema():
+            self.schema = schema
+            yield
+
+    def make_backend(self, tmp_path: Path) -> PostgresBackend:
+        return self.schema.backend()

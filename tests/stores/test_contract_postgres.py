@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from harness.stores.backend import Backend
 from tests.stores.contract import StoreContract
-from tests.stores.pg import PgSchema, fresh_schema, server_dsn
+from tests.stores.pg import SchemaPerTest, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers
 
 
-class TestPostgresContract(StoreContract):
-    schema: PgSchema
-
-    @pytest.fixture(autouse=True)
-    def _schema(self) -> Iterator[None]:
-        for schema in fresh_schema():
-            self.schema = schema
-            yield
-
-    def make_backend(self, tmp_path: Path) -> Backend:
-        return self.schema.backend()
-
+class TestPostgresContract(SchemaPerTest, StoreContract):
     def second_backend(self, tmp_path: Path, first: Backend) -> Backend:
         return self.schema.backend()
 
