@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 
 from harness.errors import SessionDeleted, SessionNotFound
@@ -65,6 +65,12 @@ class Follower:
             await self.task
         await self.tail.aclose()
 
+    async def __aenter__(self) -> Follower:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
 
 class TailContract:
     """Subclass with ``make_backend(tmp_path)``: a backend on storage at ``tmp_path``, a new
@@ -73,137 +79,112 @@ class TailContract:
     def make_backend(self, tmp_path: Path) -> Backend:
         raise NotImplementedError
 
-    def _tailing(self, tmp_path: Path) -> TailingBackend:
-        backend = self.make_backend(tmp_path)
-        assert isinstance(backend, TailingBackend)
-        return backend
+    @contextlib.asynccontextmanager
+    async def _stores(self, tmp_path: Path) -> AsyncIterator[tuple[SessionStore, TailingBackend]]:
+        """A writing store and a second backend on the same storage that tails, both closed after."""
+        writer = SessionStore(self.make_backend(tmp_path))
+        reader = self.make_backend(tmp_path)
+        assert isinstance(reader, TailingBackend)
+        try:
+            yield writer, reader
+        finally:
+            await writer.close()
+            await reader.close()
 
     def test_t1_committed_events_then_each_new_batch_in_order(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            writer = SessionStore(self.make_backend(tmp_path))
-            session = await writer.create(id="followed", cwd="/work/project")
-            one_turn(session)
-            chunks(session, 5)
-            await writer.flush(session)
-            reader = self._tailing(tmp_path)
-            follower = Follower(reader.tail("followed"))
-            try:
-                first = len(session.events)
-                await follower.until(first)
-                await asyncio.sleep(0.5)
-                assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
-                session.append("turn/start", {"turn": 2})
-                chunks(session, 4, "more")
-                session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+            async with self._stores(tmp_path) as (writer, reader):
+                session = await writer.create(id="followed", cwd="/work/project")
+                one_turn(session)
+                chunks(session, 5)
                 await writer.flush(session)
-                await follower.until(first + 6)
-                await asyncio.sleep(0.5)
-                assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
-                assert follower.error is None
-            finally:
-                await follower.close()
-                await writer.close()
-                await reader.close()  # type: ignore[attr-defined]
+                async with Follower(reader.tail("followed")) as follower:
+                    first = len(session.events)
+                    await follower.until(first)
+                    await asyncio.sleep(0.5)
+                    assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
+                    session.append("turn/start", {"turn": 2})
+                    chunks(session, 4, "more")
+                    session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}})
+                    await writer.flush(session)
+                    await follower.until(first + 6)
+                    await asyncio.sleep(0.5)
+                    assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
+                    assert follower.error is None
 
         run(scenario())
 
     def test_t2_from_seq_starts_inside_a_packed_run(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            writer = SessionStore(self.make_backend(tmp_path))
-            session = await writer.create(id="followed", cwd="/work/project")
-            session.append("turn/start", {"turn": 1})
-            chunks(session, 8)
-            await writer.flush(session)
-            reader = self._tailing(tmp_path)
-            follower = Follower(reader.tail("followed", 4))
-            try:
-                await follower.until(5)
-                await asyncio.sleep(0.3)
-                assert [e.seq for e in follower.events] == [4, 5, 6, 7, 8]
-                assert [e.encode() for e in follower.events] == [e.encode() for e in session.events[4:]]
-            finally:
-                await follower.close()
-                await writer.close()
-                await reader.close()  # type: ignore[attr-defined]
+            async with self._stores(tmp_path) as (writer, reader):
+                session = await writer.create(id="followed", cwd="/work/project")
+                session.append("turn/start", {"turn": 1})
+                chunks(session, 8)
+                await writer.flush(session)
+                async with Follower(reader.tail("followed", 4)) as follower:
+                    await follower.until(5)
+                    await asyncio.sleep(0.3)
+                    assert [e.seq for e in follower.events] == [4, 5, 6, 7, 8]
+                    assert [e.encode() for e in follower.events] == [e.encode() for e in session.events[4:]]
 
         run(scenario())
 
     def test_t3_an_unknown_session_is_not_found(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            writer = SessionStore(self.make_backend(tmp_path))
-            session = await writer.create(id="other", cwd="/work/project")
-            one_turn(session)
-            await writer.close()
-            reader = self._tailing(tmp_path)
-            follower = Follower(reader.tail("nobody"))
-            try:
-                assert isinstance(await follower.ended(), SessionNotFound)
-            finally:
-                await follower.close()
-                await reader.close()  # type: ignore[attr-defined]
+            async with self._stores(tmp_path) as (writer, reader):
+                one_turn(await writer.create(id="other", cwd="/work/project"))
+                await writer.close()
+                async with Follower(reader.tail("nobody")) as follower:
+                    assert isinstance(await follower.ended(), SessionNotFound)
 
         run(scenario())
 
     def test_t4_a_session_created_in_this_backend_is_waited_for(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            store = SessionStore(self.make_backend(tmp_path))
-            session = await store.create(id="soon", cwd="/work/project")
-            follower = Follower(store.tail("soon"))
-            try:
-                await asyncio.sleep(0.5)
-                assert follower.events == [] and follower.error is None
-                one_turn(session)
-                await store.flush(session)
-                await follower.until(len(session.events))
-                assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
-            finally:
-                await follower.close()
-                await store.close()
+            async with self._stores(tmp_path) as (store, _):
+                session = await store.create(id="soon", cwd="/work/project")
+                async with Follower(store.tail("soon")) as follower:
+                    await asyncio.sleep(0.5)
+                    assert follower.events == [] and follower.error is None
+                    one_turn(session)
+                    await store.flush(session)
+                    await follower.until(len(session.events))
+                    assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
 
         run(scenario())
 
     def test_t5_a_deleted_session_ends_its_tail(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            writer = SessionStore(self.make_backend(tmp_path))
-            session = await writer.create(id="doomed", cwd="/work/project")
-            one_turn(session)
-            await writer.flush(session)
-            reader = self._tailing(tmp_path)
-            follower = Follower(reader.tail("doomed"))
-            try:
-                await follower.until(len(session.events))
-                await writer.release(session)
-                await writer.delete("doomed")
-                assert isinstance(await follower.ended(), SessionDeleted)
-            finally:
-                await follower.close()
-                await writer.close()
-                await reader.close()  # type: ignore[attr-defined]
+            async with self._stores(tmp_path) as (writer, reader):
+                session = await writer.create(id="doomed", cwd="/work/project")
+                one_turn(session)
+                await writer.flush(session)
+                async with Follower(reader.tail("doomed")) as follower:
+                    await follower.until(len(session.events))
+                    await writer.release(session)
+                    await writer.delete("doomed")
+                    assert isinstance(await follower.ended(), SessionDeleted)
 
         run(scenario())
 
     def test_t6_a_steady_writer_is_followed_without_loss(self, tmp_path: Path) -> None:
         async def scenario() -> None:
-            writer = SessionStore(self.make_backend(tmp_path))
-            session = await writer.create(id="busy", cwd="/work/project")
-            session.append("turn/start", {"turn": 1})
-            await writer.flush(session)
-            reader = self._tailing(tmp_path)
-            follower = Follower(reader.tail("busy"))
-            try:
-                for batch in range(20):
-                    chunks(session, 7, f"b{batch}")
-                    session.append("todo/write", {"todos": [{"content": f"t{batch}", "status": "pending"}]})
-                    session.append("session/title", {"title": f"title {batch}"})
-                    await writer.flush(session)
-                    await asyncio.sleep(0.01)
-                await follower.until(181, timeout=20)
-                await asyncio.sleep(0.3)
-                assert [e.seq for e in follower.events] == list(range(181))
-                assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
-            finally:
-                await follower.close()
-                await writer.close()
-                await reader.close()  # type: ignore[attr-defined]
+            async with self._stores(tmp_path) as (writer, reader):
+                session = await writer.create(id="busy", cwd="/work/project")
+                session.append("turn/start", {"turn": 1})
+                await writer.flush(session)
+                async with Follower(reader.tail("busy")) as follower:
+                    for batch in range(20):  # 9 events a batch
+                        chunks(session, 7, f"b{batch}")
+                        session.append(
+                            "todo/write", {"todos": [{"content": f"t{batch}", "status": "pending"}]}
+                        )
+                        session.append("session/title", {"title": f"title {batch}"})
+                        await writer.flush(session)
+                        await asyncio.sleep(0.01)
+                    await follower.until(181, timeout=20)
+                    await asyncio.sleep(0.3)
+                    assert [e.seq for e in follower.events] == list(range(181))
+                    assert [e.encode() for e in follower.events] == [e.encode() for e in session.events]
 
         run(scenario())
