@@ -51,8 +51,9 @@ Every error the public API raises on bad input or a refused operation is a
         ├── PersistenceFailed     a write or fsync failed; the batch stays queued
         │   └── OutcomeUnknown    a failed fsync or rollback: the batch may or may not be stored
         ├── UnsafeStorage         a store file or folder others can reach, or a symbolic link
-        ├── LeaseHeld             another owner holds an unexpired lease on the session
-        ├── LeaseLost             this writer's lease expired or was taken over; nothing written
+        ├── SessionInUse          another live writer owns the session (``.owner`` names it)
+        │   └── LeaseHeld         another owner holds an unexpired lease (also WriteRefused)
+        ├── LeaseLost             this writer's ownership expired or was taken over; nothing written
         └── SearchIndexError      a store's full-text index cannot be read or written
             └── SearchIndexCorrupt  the index is damaged or not an index: rebuild it
 
@@ -61,6 +62,11 @@ that only knows the standard library can still catch it.
 """
 
 from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 __all__ = [
     "CommitFailed",
@@ -103,7 +109,9 @@ __all__ = [
     "SessionDeleted",
     "SessionExists",
     "SessionHasForks",
+    "SessionInUse",
     "SessionNotFound",
+    "SessionOwner",
     "StorageError",
     "SummaryFailed",
     "SurfaceRuleError",
@@ -324,25 +332,115 @@ class UnsafeStorage(StorageError):
     world permission bits), a symbolic link, or not a regular file (the dsh SQLite rules)."""
 
 
-class LeaseHeld(WriteRefused):
-    """Another owner holds an unexpired lease on the session (``acquire`` without ``takeover``,
-    or an append by a writer holding no lease). ``owner`` is the holder, ``expires_at`` the
-    end of its lease in epoch ms (server clock), when known."""
+@dataclass(frozen=True)
+class SessionOwner:
+    """Who owns a live session: the one writer a store made it (``SessionStore.create``/``load``).
 
-    def __init__(self, message: str, *, owner: str | None = None, expires_at: int | None = None) -> None:
+    ``pid`` and ``host`` name the process, ``store`` the ``SessionStore`` inside it (a random
+    id), ``since`` when it took ownership (epoch ms, its own clock), ``token`` the fencing
+    token where the backend keeps one (PostgreSQL), and ``took_over`` the owner it fenced off
+    with ``take_over=True``, if any (the ``pid``/``host``/``store`` of that one, no deeper).
+    """
+
+    pid: int | None
+    host: str | None
+    store: str | None
+    since: int | None
+    token: int | None = None
+    took_over: SessionOwner | None = None
+
+    def describe(self) -> str:
+        """``pid 4242 on host x (store 1f2e…) since 2026-12-02 12:01:03 UTC``."""
+        parts = [f"pid {self.pid if self.pid is not None else '?'} on host {self.host or '?'}"]
+        if self.store:
+            parts.append(f"(store {self.store})")
+        if self.since is not None:
+            stamp = datetime.fromtimestamp(self.since / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            parts.append(f"since {stamp}")
+        return " ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's JSON form (what lock files, lease rows and repair notes hold)."""
+        out: dict[str, Any] = {"pid": self.pid, "host": self.host, "store": self.store, "since": self.since}
+        if self.token is not None:
+            out["token"] = self.token
+        if self.took_over is not None:
+            out["tookOver"] = self.took_over.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, value: Any, *, depth: int = 0) -> SessionOwner | None:
+        """The record ``to_json`` made, or ``None`` for anything else (a record is advisory:
+        an unreadable one names no owner, it never fails a load)."""
+        if not isinstance(value, dict):
+            return None
+
+        def pick(key: str, kind: type) -> Any:
+            item = value.get(key)
+            return item if isinstance(item, kind) and not isinstance(item, bool) else None
+
+        took = cls.from_json(value.get("tookOver"), depth=depth + 1) if depth == 0 else None
+        return cls(
+            pid=pick("pid", int),
+            host=pick("host", str),
+            store=pick("store", str),
+            since=pick("since", int),
+            token=pick("token", int),
+            took_over=took,
+        )
+
+
+class SessionInUse(StorageError):
+    """Another live writer owns the session: a second ``create``/``load`` from another store,
+    process or host was refused and nothing was written. ``owner`` names the holder when its
+    record could be read. Wait for it (``harness run --wait``), or fence it off with
+    ``load(id, take_over=True)`` (``--take-over``)."""
+
+    def __init__(
+        self, message: str, *, owner: SessionOwner | None = None, session_id: str | None = None
+    ) -> None:
         super().__init__(message)
         self.owner = owner
+        self.session_id = session_id
+
+
+class LeaseHeld(SessionInUse, WriteRefused):
+    """Another owner holds an unexpired PostgreSQL lease on the session (``acquire`` without
+    ``takeover``, or an append by a writer holding no lease). ``holder`` is the lease row's
+    owner text, ``expires_at`` the end of its lease in epoch ms (server clock), when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        owner: str | None = None,
+        expires_at: int | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        super().__init__(message, owner=_owner_from_text(owner), session_id=session_id)
+        self.holder = owner
         self.expires_at = expires_at
 
 
-class LeaseLost(WriteRefused):
-    """The writer's lease expired or was taken over: its append was refused and nothing was
-    written. Unflushed events stay queued in memory; acquire the lease again to go on.
-    ``token`` is the fencing token the refused writer held."""
+def _owner_from_text(text: str | None) -> SessionOwner | None:
+    if not text or not text.startswith("{"):
+        return None
+    try:
+        return SessionOwner.from_json(json.loads(text))
+    except ValueError:
+        return None
 
-    def __init__(self, message: str, *, token: int | None = None) -> None:
+
+class LeaseLost(WriteRefused):
+    """The writer's ownership of the session expired or was taken over: its append was refused
+    and nothing was written. Unflushed events stay queued in memory; load the session again to
+    go on. ``token`` is the fencing token the refused writer held (PostgreSQL), ``by`` the
+    owner that took over, when known."""
+
+    def __init__(self, message: str, *, token: int | None = None, by: SessionOwner | None = None) -> None:
         super().__init__(message)
         self.token = token
+        self.by = by
 
 
 # ---- compaction (SPEC §5, FORMAT §11) -----------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,13 +21,14 @@ import harness
 from harness.errors import (
     CorruptSession,
     InvalidSessionId,
+    LeaseLost,
     PersistenceFailed,
     SessionConflict,
     SessionDeleted,
     SessionExists,
     SessionHasForks,
+    SessionInUse,
     SessionNotFound,
-    WriteRefused,
 )
 from harness.events.event import Event
 from harness.events.json import loads
@@ -169,27 +171,72 @@ class StoreContract:
 
         run(scenario())
 
-    def test_two_stores_on_one_storage_never_interleave(self, tmp_path: Path) -> None:
+    def test_a_second_store_cannot_load_or_create_a_live_session(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             first = SessionStore(self.make_backend(tmp_path))
-            session = await first.create()
+            session = await first.create(id="owned")
             one_turn(session)
             await first.flush(session)
+            stored = await first.backend.stored_length("owned")
             second = SessionStore(self.second_backend(tmp_path, first.backend))
-            other = await second.load(session.id)
-            # Both continue the same session; exactly one flush wins.
+            for attempt in (second.load("owned"), second.create(id="owned")):
+                with pytest.raises(SessionInUse) as refused:
+                    await attempt
+                owner = refused.value.owner
+                assert owner is not None and owner.store == first.store_id, owner
+                assert owner.pid == os.getpid() and owner.host
+                assert first.store_id in str(refused.value) and f"pid {os.getpid()}" in str(refused.value)
+            assert (await second.owner("owned")) == owner
+            assert await second.backend.stored_length("owned") == stored  # nothing was written
             one_turn(session, 2)
-            one_turn(other, 2)
-            outcomes = await asyncio.gather(first.flush(session), second.flush(other), return_exceptions=True)
-            failures = [o for o in outcomes if isinstance(o, BaseException)]
-            assert len(failures) == 1 and isinstance(failures[0], SessionConflict), outcomes
-            winner = session if outcomes[0] is None else other
-            check = await SessionStore(self.second_backend(tmp_path, first.backend)).inspect(session.id)
-            stored = wire(check)[: len(winner.events)]
-            assert stored == wire(winner)
-            for store in (first, second):
-                with contextlib.suppress(SessionConflict):
-                    await store.close()
+            await first.flush(session)  # the owner goes on as if nothing happened
+            await first.release(session)
+            assert await second.owner("owned") is None
+            again = await second.load("owned")  # free now
+            assert wire(again)[: len(session.events)] == wire(session)
+            with pytest.raises(SessionInUse):
+                await first.load("owned")
+            await second.close()
+            await first.close()
+
+        run(scenario())
+
+    def test_take_over_fences_the_old_owner(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            first = SessionStore(self.make_backend(tmp_path), write_window_s=10)
+            session = await first.create(id="taken")
+            one_turn(session)
+            one_turn(session, 2, close=False)  # turn 2 is running
+            await first.flush(session)
+            stored = len(session.events)
+            second = SessionStore(self.second_backend(tmp_path, first.backend))
+            taken = await second.load("taken", take_over=True)
+            closers = [event.type for event in taken.events[stored:]]
+            assert closers == ["tool/result", "step/end", "turn/end", "harness/repair", "session/end-seed"]
+            note = taken.events[stored + 3].data
+            assert taken.events[stored + 3].ignorable
+            assert note["reason"] == "taken-over" and note["closedTurn"] == 2
+            assert note["previousOwner"]["store"] == first.store_id
+            assert note["repairedBy"]["store"] == second.store_id
+            owner = await first.owner("taken")
+            assert owner is not None and owner.store == second.store_id
+            assert owner.took_over is not None and owner.took_over.store == first.store_id
+            session.append("session/title", {"title": "too late"})  # the old owner goes on
+            for _attempt in range(2):  # refused each time, nothing written
+                with pytest.raises(LeaseLost) as lost:
+                    await first.flush(session)
+                assert lost.value.by is not None and lost.value.by.store == second.store_id
+                assert second.store_id in str(lost.value)
+            assert first.pending(session) == len(session.events) - stored
+            await second.flush(taken)
+            check = SessionStore(self.second_backend(tmp_path, first.backend))
+            assert wire(await check.inspect("taken")) [: len(taken.events)] == wire(taken)
+            assert await check.backend.stored_length("taken") == len(taken.events)
+            unwritten = await first.discard(session)
+            assert [event.type for event in unwritten][-1] == "session/title"
+            await second.close()
+            await first.close()
+            await check.close()
 
         run(scenario())
 
@@ -200,10 +247,15 @@ class StoreContract:
             store = SessionStore(self.make_backend(tmp_path))
             session = await store.create()
             one_turn(session)
-            one_turn(session, 2, close=False)  # a crash left turn 2 open, with a started call
+            one_turn(session, 2, close=False)  # turn 2 is running, with a started call
             await store.flush(session)
             stored = len(session.events)
             reader = SessionStore(self.second_backend(tmp_path, store.backend))
+            running = await reader.inspect(session.id)  # owned by a live writer: shown as stored
+            assert [e.type for e in running.events[stored:]] == ["session/end-seed"]
+            with pytest.raises(SessionInUse):
+                await reader.load(session.id)  # a live turn is never repaired by another
+            await store.release(session)  # its writer stops with the turn open, as a crash would
             inspected = await reader.inspect(session.id)
             assert await reader.backend.stored_length(session.id) == stored  # inspect wrote nothing
             assert [e.type for e in inspected.events[stored:]] == [
@@ -213,12 +265,16 @@ class StoreContract:
                 "session/end-seed",
             ]
             loaded = await reader.load(session.id)
-            # Equal but for the end-seed's time, which is "now" for each restore.
-            assert wire(loaded)[:-1] == wire(inspected)[:-1]
+            # Equal but for the repair's record of who closed the turn and the end-seed's time.
+            assert wire(loaded)[: stored + 3] == wire(inspected)[: stored + 3]
+            note = loaded.events[stored + 3]
+            assert note.type == "harness/repair" and note.ignorable
+            assert note.data["reason"] == "owner-gone" and note.data["closedTurn"] == 2
+            assert note.data["repairedBy"]["store"] == reader.store_id
             assert loaded.events[-1].type == inspected.events[-1].type == "session/end-seed"
-            assert await reader.backend.stored_length(session.id) == stored + 3  # closers are durable
+            assert await reader.backend.stored_length(session.id) == stored + 4  # closers are durable
             await reader.flush(loaded)
-            assert await reader.backend.stored_length(session.id) == stored + 4  # and the end-seed
+            assert await reader.backend.stored_length(session.id) == stored + 5  # and the end-seed
             again = await SessionStore(self.second_backend(tmp_path, store.backend)).inspect(session.id)
             assert [e.type for e in again.events].count("turn/end") == 2
             assert harness.repair_closers(list(again.events)) == []
@@ -962,28 +1018,26 @@ class StoreContract:
 
         run(scenario())
 
-    def test_a_writer_of_a_session_deleted_elsewhere_gets_session_deleted(self, tmp_path: Path) -> None:
+    def test_a_session_owned_elsewhere_is_not_deleted(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             writer = SessionStore(self.make_backend(tmp_path), write_window_s=10)
             session = await writer.create(id="shared")
             one_turn(session)
             await writer.flush(session)
             deleter = SessionStore(self.second_backend(tmp_path, writer.backend))
-            await deleter.delete("shared")
-            written = len(session.events)
+            with pytest.raises(SessionInUse) as refused:
+                await deleter.delete("shared")
+            assert refused.value.owner is not None and refused.value.owner.store == writer.store_id
             one_turn(session, 2)
-            for _attempt in range(2):  # a refusal each time, never a hang, never a resurrection
-                with pytest.raises(SessionDeleted) as refused:
-                    await asyncio.wait_for(writer.flush(session), 60)
-                assert isinstance(refused.value, WriteRefused)
-                assert "shared" in str(refused.value)
-            assert writer.pending(session) == len(session.events) - written  # kept, not silently dropped
+            await writer.flush(session)  # nothing was deleted
+            assert [info.id for info in await deleter.list()] == ["shared"]
+            await writer.release(session)
+            await deleter.delete("shared")  # free now
             assert await deleter.list() == []
             with pytest.raises(SessionNotFound):
                 await deleter.inspect("shared")
             await deleter.close()
-            with pytest.raises(SessionDeleted):
-                await writer.close()  # the final flush says so too
+            await writer.close()
 
         run(scenario())
 
@@ -1033,10 +1087,10 @@ class StoreContract:
             assert [info.id for info in await store.list()] == ["child"]
             again = SessionStore(self.second_backend(tmp_path, store.backend))
             assert wire(await again.inspect("child"))[: len(child_events)] == child_events  # its copy
+            await store.close()  # the child's owner lets it go
             await again.delete("child")  # a fork itself has no forks: deleted at once
             assert await again.list() == []
             await again.close()
-            await store.close()
 
         run(scenario())
 

@@ -20,7 +20,12 @@ from typing import Any, Final
 from harness.events.event import APPEND, Event
 from harness.events.json import FrozenDict, FrozenList
 
-__all__ = ["TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "repair_closers"]
+__all__ = ["REPAIR_NOTE", "TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "repair_closers"]
+
+REPAIR_NOTE: Final = "harness/repair"
+"""The ignorable event a store's crash repair commits after the closers: whose turn it closed
+(``previousOwner``), who closed it (``repairedBy``) and why it could (``reason``:
+``owner-gone`` or ``taken-over``). dsh keeps it and reads past it (it is ignorable)."""
 
 TOOL_OUTCOME_UNKNOWN_TEXT: Final = (
     "This tool call started before the session was interrupted, but no result was saved, so its outcome "

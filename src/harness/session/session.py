@@ -27,7 +27,7 @@ from harness.messages.call_ids import CALL_ID_CHECKS
 from harness.messages.model import Message
 from harness.messages.shapes import assistant_message_ok, message_event_problem, request_header_problem
 from harness.session.header import SessionHeader, validate_header
-from harness.session.repair import repair_closers
+from harness.session.repair import REPAIR_NOTE, repair_closers
 from harness.surface.manager import MISSING, SurfaceManager, SurfaceRuleError, SurfaceView
 from harness.surface.projection import project
 
@@ -175,14 +175,21 @@ class Session:
         header: SessionHeader | Mapping[str, Any],
         *,
         clock: Clock | None = None,
+        repair: bool = True,
+        repair_note: Mapping[str, Any] | None = None,
     ) -> tuple[Session, list[Event]]:
         """``from_decoded`` plus crash repair, for stores: returns the session and the
         closers (FORMAT §8) it added after the stored events and before the end-seed.
 
         The store must make the closers durable before it persists anything later.
+        With ``repair_note``, a repair ends with an ignorable ``harness/repair`` event
+        holding the note and ``closedTurn`` (who owned the turn, and why it could be
+        closed). ``repair=False`` restores the log as stored (a read of a live session).
         """
         closers: list[Event] = []
-        session = _restore(id, seed, header, clock=clock, decoded=True, closers=closers)
+        session = _restore(
+            id, seed, header, clock=clock, decoded=True, closers=closers if repair else None, note=repair_note
+        )
         return session, closers
 
     @classmethod
@@ -193,15 +200,26 @@ class Session:
         header: SessionHeader | Mapping[str, Any],
         *,
         clock: Clock | None = None,
+        repair: bool = True,
+        repair_note: Mapping[str, Any] | None = None,
     ) -> tuple[Session, list[Event]]:
         """``from_stored`` for a store's fast restore: ``seed`` holds finished ``Event``s
         that the caller already held to FORMAT §7.2 steps 1-5 (lossless ``data_json``,
         envelope, message and request-header shapes, nothing legacy). Here only the seq
         order and the Surface rules are checked, as ``from_stored`` does, then crash
-        repair. Raises ``InvalidSeed`` like ``from_stored``.
+        repair (``repair``, ``repair_note`` as there). Raises ``InvalidSeed`` like ``from_stored``.
         """
         closers: list[Event] = []
-        session = _restore(id, seed, header, clock=clock, decoded=True, closers=closers, checked=True)
+        session = _restore(
+            id,
+            seed,
+            header,
+            clock=clock,
+            decoded=True,
+            closers=closers if repair else None,
+            checked=True,
+            note=repair_note,
+        )
         return session, closers
 
     # ---- state --------------------------------------------------------------------------
@@ -464,6 +482,7 @@ def _restore(
     decoded: bool,
     closers: list[Event] | None = None,
     checked: bool = False,
+    note: Mapping[str, Any] | None = None,
 ) -> Session:
     """Restore a session. ``decoded=True``: seed items are fresh JSON decodes owned by
     the caller (a store), so the lossless walk is skipped. With a ``closers`` list, the
@@ -481,14 +500,14 @@ def _restore(
         else:
             _validate_seed(session, seed, decoded=decoded)
         if closers is not None:
-            closers.extend(_checked_closers(session))
+            closers.extend(_checked_closers(session, note))
     session._first_live_seq = len(session._events)
     if not session._events or session._events[-1].type != END_SEED:
         session.append(END_SEED, FrozenDict())
     return session
 
 
-def _checked_closers(session: Session) -> list[Event]:
+def _checked_closers(session: Session, note: Mapping[str, Any] | None = None) -> list[Event]:
     """The repair closers of the session's open turn, validated and applied.
 
     They pass the seed rules like any stored event, as in the reference, so what a
@@ -498,6 +517,12 @@ def _checked_closers(session: Session) -> list[Event]:
     events = session._events
     start = len(events)
     closers = repair_closers(events)
+    if closers and note is not None:
+        turn = closers[-1].data.get("turn") if isinstance(closers[-1].data, Mapping) else None
+        record = {**note, "closedTurn": turn}
+        closers.append(
+            Event(REPAIR_NOTE, start + len(closers), closers[-1].time, dumps_kept(record), ignorable=True)
+        )
     try:
         _validate_seed(session, closers, decoded=True, start=start)
     except InvalidSeed as error:

@@ -21,6 +21,13 @@ Rules every backend keeps:
   then asks for the exact read, which applies every rule of the format.
 * ``repair(id, log, closers)`` cuts a torn tail back to the committed region and
   appends the closers, durably, in one step.
+* ``claim(id, owner, take_over=)`` makes ``owner`` the session's one live writer until
+  ``unclaim(id)`` or process death; a claim while another live owner holds the session
+  raises ``SessionInUse`` and writes nothing; ``take_over`` fences that owner off (its next
+  write raises ``LeaseLost``). Every write of a session this backend owns checks, inside
+  the write's own lock or transaction, that it still owns it; a write by a backend that
+  owns nothing of a session another live writer owns is refused (``SessionInUse``).
+  ``owner(id)`` names the live owner without taking anything (``harness.stores.ownership``).
 * ``delete(id)`` removes the session for good (header, events, any reservation) and is
   durable when it returns. From then on ``read``, ``stored_length`` and an append to it, by
   any writer of the storage, raise ``SessionNotFound`` and write nothing (until the id is
@@ -35,10 +42,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from harness.errors import SessionConflict
+from harness.errors import SessionConflict, SessionOwner
 from harness.events.event import Event
 from harness.events.json import json_equal, loads
 from harness.session.header import SessionHeader
+from harness.stores.ownership import Claim
 
 __all__ = [
     "Backend",
@@ -210,8 +218,20 @@ class Backend(Protocol):
         written), never a silent write to a log nobody can read."""
         ...
 
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        """Make ``owner`` the session's one live writer (see ``OwningBackend.claim``)."""
+        ...
+
+    async def unclaim(self, session_id: str) -> None:
+        """Give up the ownership ``claim`` took (a no-op when not owned here)."""
+        ...
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        """The session's live owner, or ``None``; takes nothing."""
+        ...
+
     async def close(self) -> None:
-        """Release resources. Further calls may fail."""
+        """Release resources and every claim. Further calls may fail."""
         ...
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import StorageError
+from harness.errors import SessionOwner, StorageError
+from harness.stores.ownership import Claim, LockFiles, current_writer
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["ThreadedDatabase"]
@@ -24,12 +25,19 @@ _T = TypeVar("_T")
 class ThreadedDatabase:
     """Base of a backend over one SQLite connection on its own thread: set ``_path`` and call
     ``_start(name)`` from ``__init__`` (it runs ``_open`` there, which sets ``_conn``), run
-    blocking work with ``await self._run(fn, ...)`` and use ``self._db`` inside it."""
+    blocking work with ``await self._run(fn, ...)`` and use ``self._db`` inside it.
+
+    Ownership: the sessions' lock files live in ``<database>-owners`` beside the file; a
+    write checks ``self._claims.check(session_id, self._writer)`` inside its ``BEGIN
+    IMMEDIATE`` transaction, and a takeover renames its lock file inside one, so no write of
+    the old owner can commit after it (``harness.stores.ownership``)."""
 
     _path: Path
     _conn: sqlite3.Connection | None
     _closed: bool
     _worker: BlockingWorkers
+    _claims: LockFiles
+    _writer: str | None
 
     @property
     def path(self) -> Path:
@@ -42,6 +50,8 @@ class ThreadedDatabase:
     def _start(self, thread_name: str) -> None:
         self._conn = None
         self._closed = False
+        self._claims = LockFiles(f"{self._path}-owners")
+        self._writer = None
         self._worker = BlockingWorkers(thread_name, threads=1, idle_s=None)
         try:
             self._worker.call(self._open)
@@ -56,7 +66,38 @@ class ThreadedDatabase:
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:
             raise StorageError(f"{self!r} is closed")
-        return await self._worker.run(fn, *args)
+        return await self._worker.run(self._as_writer, current_writer(), fn, *args)
+
+    def _as_writer(self, writer: str | None, fn: Callable[..., _T], *args: Any) -> _T:
+        # One thread runs every call in turn: the attribute names the writer of this one.
+        self._writer = writer
+        try:
+            return fn(*args)
+        finally:
+            self._writer = None
+
+    # -- ownership ---------------------------------------------------------------------
+
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        """Take the session's lock file; a takeover renames its own in a write transaction."""
+        return await self._run(self._claims.claim, session_id, owner, take_over, self._fence)
+
+    def _fence(self, action: Callable[[], None]) -> None:
+        conn = self._db
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            raise StorageError(f"cannot lock {self._path} to take a session over: {error}") from error
+        try:
+            action()
+        finally:
+            conn.execute("ROLLBACK")
+
+    async def unclaim(self, session_id: str) -> None:
+        await self._run(self._claims.release, session_id)
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        return await self._run(self._claims.owner, session_id)
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -70,6 +111,7 @@ class ThreadedDatabase:
         if self._closed:
             return
         try:
+            await self._worker.run(self._claims.release_all)
             await self._worker.run(self._close)
         finally:
             self._closed = True

@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from harness.errors import SessionOwner
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, SessionInfo, StoredLog
+from harness.stores.ownership import Claim
 
 __all__ = ["DelegatingBackend", "FaultyBackend"]
 
@@ -43,6 +45,15 @@ class DelegatingBackend:
 
     async def delete(self, session_id: str) -> None:
         await self.inner.delete(session_id)
+
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        return await self.inner.claim(session_id, owner, take_over=take_over)
+
+    async def unclaim(self, session_id: str) -> None:
+        await self.inner.unclaim(session_id)
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        return await self.inner.owner(session_id)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 
 import msgspec
 
-from harness.errors import CorruptSession, SessionExists, SessionNotFound
+from harness.errors import CorruptSession, SessionExists, SessionNotFound, SessionOwner
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import SessionInfo, StoredLog, check_batch
 from harness.stores.ids import check_session_id
+from harness.stores.ownership import Claim, MemoryClaims, current_writer
 from harness.stores.summary import summarize
 
 __all__ = ["MemoryBackend"]
@@ -28,6 +29,7 @@ class MemoryBackend:
     def __init__(self) -> None:
         self._headers: dict[str, bytes] = {}  # the header line
         self._lines: dict[str, list[bytes]] = {}
+        self._claims = MemoryClaims()
 
     async def create(self, header: SessionHeader) -> None:
         check_session_id(header.id)
@@ -54,6 +56,7 @@ class MemoryBackend:
         lines = self._known(session_id)
         if not batch:
             return
+        self._claims.check(session_id, current_writer())
         check_batch(session_id, len(lines), batch)
         lines.extend(event.encode() for event in batch)
 
@@ -71,8 +74,21 @@ class MemoryBackend:
 
     async def delete(self, session_id: str) -> None:
         self._known(session_id)
+        self._claims.check(session_id, current_writer())
         del self._lines[session_id]
         del self._headers[session_id]
+        self._claims.forget(session_id)
+
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        check_session_id(session_id)
+        return self._claims.claim(session_id, owner, take_over)
+
+    async def unclaim(self, session_id: str) -> None:
+        self._claims.unclaim(session_id, current_writer())
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        check_session_id(session_id)
+        return self._claims.owner(session_id)
 
     async def list(self) -> list[SessionInfo]:
         out = []
@@ -90,4 +106,4 @@ class MemoryBackend:
         return out
 
     async def close(self) -> None:
-        return None
+        self._claims = MemoryClaims()

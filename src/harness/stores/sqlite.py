@@ -415,6 +415,7 @@ class SqliteBackend(ThreadedDatabase):
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                self._claims.check(session_id, self._writer)
                 row = conn.execute("SELECT length FROM sessions WHERE id = ?", (key,)).fetchone()
                 if row is None:
                     if pending is None:
@@ -694,6 +695,7 @@ class SqliteBackend(ThreadedDatabase):
             conn.execute("PRAGMA secure_delete = ON")
             conn.execute("BEGIN IMMEDIATE")
             try:
+                self._claims.check(session_id, self._writer)
                 conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
                 found = conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
                 conn.execute("COMMIT")

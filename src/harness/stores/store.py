@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import secrets
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from harness.errors import (
     SessionExists,
     SessionHasForks,
     SessionNotFound,
+    SessionOwner,
     StorageError,
 )
 from harness.events.collector import collector_paused
@@ -55,6 +57,7 @@ from harness.stores.legacy import (
     refuse_retired,
     refuse_unknown,
 )
+from harness.stores.ownership import Claim, new_owner, owner_gone_note, writing_as
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
 
 __all__ = ["Progress", "SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
@@ -74,7 +77,12 @@ class _Live:
 
 
 def restore_stored(
-    session_id: str, log: StoredLog, *, clock: Clock | None = None
+    session_id: str,
+    log: StoredLog,
+    *,
+    clock: Clock | None = None,
+    repair: bool = True,
+    repair_note: Mapping[str, Any] | None = None,
 ) -> tuple[Session, list[Event]]:
     """The load pipeline after the backend read (FORMAT §7.4): format refusals, legacy
     normalisation, restore with full validation and crash repair.
@@ -93,7 +101,9 @@ def restore_stored(
             normalize_legacy(session_id, events)
             refuse_unknown(session_id, events, log.location)
             refuse_null_boundaries(events)
-            session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
+            session, closers = Session.from_stored(
+                session_id, events, log.header, clock=clock, repair=repair, repair_note=repair_note
+            )
             check_closers(closers)
             return session, closers
     except InvalidSeed as error:
@@ -137,7 +147,13 @@ def _reported(events: Iterator[Event], read: ReadProgress, progress: Progress) -
 
 
 def restore_streamed(
-    session_id: str, log: StoredLog, *, clock: Clock | None = None, progress: Progress | None = None
+    session_id: str,
+    log: StoredLog,
+    *,
+    clock: Clock | None = None,
+    progress: Progress | None = None,
+    repair: bool = True,
+    repair_note: Mapping[str, Any] | None = None,
 ) -> tuple[Session, list[Event]] | None:
     """``restore_stored`` over ``log.stream``, validating each event as it is decoded.
 
@@ -155,11 +171,15 @@ def restore_streamed(
             if stream.lines is not None:
                 lines = fast_events(stream.lines(), packed=stream.packed, finished=stream.finished)
                 checked = _counted(lines, stream, progress)
-                session, closers = Session.from_checked(session_id, checked, log.header, clock=clock)
+                session, closers = Session.from_checked(
+                    session_id, checked, log.header, clock=clock, repair=repair, repair_note=repair_note
+                )
                 check_closers(closers)
                 return session, closers
             events = _current_only(stream.events(), stream, progress)
-            session, closers = Session.from_stored(session_id, events, log.header, clock=clock)
+            session, closers = Session.from_stored(
+                session_id, events, log.header, clock=clock, repair=repair, repair_note=repair_note
+            )
             check_closers(closers)
             return session, closers
     except (StreamRejected, InvalidSeed):
@@ -167,16 +187,24 @@ def restore_streamed(
 
 
 async def restore_logged(
-    session_id: str, log: StoredLog, *, clock: Clock | None = None, progress: Progress | None = None
+    session_id: str,
+    log: StoredLog,
+    *,
+    clock: Clock | None = None,
+    progress: Progress | None = None,
+    repair: bool = True,
+    repair_note: Mapping[str, Any] | None = None,
 ) -> tuple[Session, list[Event], StoredLog]:
     """Restore ``log`` (streamed when it can), falling back to the exact read. Returns the
-    session, its closers and the log the result came from."""
+    session, its closers and the log the result came from. ``repair=False`` adds no closers
+    (a live session read as stored); ``repair_note`` see ``Session.from_stored``."""
+    options: dict[str, Any] = {"clock": clock, "repair": repair, "repair_note": repair_note}
     if log.stream is not None:
-        restored = restore_streamed(session_id, log, clock=clock, progress=progress)
+        restored = restore_streamed(session_id, log, progress=progress, **options)
         if restored is not None:
             return restored[0], restored[1], log
         log = await log.stream.exact()
-    session, closers = restore_stored(session_id, log, clock=clock)
+    session, closers = restore_stored(session_id, log, **options)
     return session, closers, log
 
 
@@ -220,17 +248,46 @@ class SessionStore:
         self._live: dict[str, _Live] = {}
         self._deleted: dict[str, Session] = {}  # live sessions ``delete`` detached
         self._closed = False
+        self._id = secrets.token_hex(6)
+        self._claims: dict[str, SessionOwner] = {}
 
     @property
     def backend(self) -> Backend:
         return self._backend
+
+    @property
+    def store_id(self) -> str:
+        """This store's random id: the ``store`` of the owner records of its sessions."""
+        return self._id
+
+    async def _claim(self, session_id: str, take_over: bool = False) -> Claim:
+        with writing_as(self._id):
+            claim = await self._backend.claim(session_id, new_owner(self._id), take_over=take_over)
+        self._claims[session_id] = claim.owner
+        return claim
+
+    async def _unclaim(self, session_id: str) -> None:
+        if self._claims.pop(session_id, None) is None:
+            return
+        try:
+            with writing_as(self._id):
+                await self._backend.unclaim(session_id)
+        except StorageError as error:  # the kernel or the lease's expiry lets it go anyway
+            logger.warning("session %s: releasing its ownership failed: %s", session_id, error)
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        """The session's live owner (pid, host, store, since), or ``None`` when no writer holds
+        it; reads only. A session live in this store is owned by this store."""
+        self._check_open()
+        check_session_id(session_id)
+        return await self._backend.owner(session_id)
 
     def _check_open(self) -> None:
         if self._closed:
             raise StorageError("this SessionStore is closed")
 
     def _attach(self, session: Session, cursor: int) -> Session:
-        writer = WriteBehind(self._backend, session.id, cursor=cursor, window_s=self._window)
+        writer = WriteBehind(self._backend, session.id, cursor=cursor, window_s=self._window, store=self._id)
         for event in session.events[cursor:]:
             writer(event)
         unsubscribe = session.subscribe(writer)
@@ -244,7 +301,8 @@ class SessionStore:
         id: str | None = None,
         cwd: str | None = None,
     ) -> Session:
-        """A new live session. Nothing is written until its first flush or batch."""
+        """A new live session, owned by this store. Nothing is written until its first flush or
+        batch. ``SessionInUse`` when another live writer owns the id."""
         self._check_open()
         if header is None:
             header = SessionHeader.new(id=id, cwd=cwd, created_at=self._clock() if self._clock else None)
@@ -252,7 +310,12 @@ class SessionStore:
         check_session_id(session.id)
         if session.id in self._live:
             raise SessionExists(f"session {session.id!r} is already live in this store")
-        await self._backend.create(session.header)
+        await self._claim(session.id)
+        try:
+            await self._backend.create(session.header)
+        except BaseException:
+            await self._unclaim(session.id)
+            raise
         return self._attach(session, 0)
 
     async def adopt(self, session: Session) -> Session:
@@ -273,24 +336,45 @@ class SessionStore:
             if live.session is session:
                 return session
             raise SessionExists(f"another session {session.id!r} is already live in this store")
+        await self._claim(session.id)
         try:
-            log = await read_whole(self._backend, session.id)
-        except SessionNotFound:
-            await self._backend.create(session.header)
-            return self._attach(session, 0)
-        _check_adoptable(session, log)
-        if log.torn is not None:
-            await self._backend.repair(session.id, log, [])
+            with writing_as(self._id):
+                try:
+                    log = await read_whole(self._backend, session.id)
+                except SessionNotFound:
+                    await self._backend.create(session.header)
+                    return self._attach(session, 0)
+                _check_adoptable(session, log)
+                if log.torn is not None:
+                    await self._backend.repair(session.id, log, [])
+        except BaseException:
+            await self._unclaim(session.id)
+            raise
         return self._attach(session, len(log.events))
 
     async def _restore(
-        self, session_id: str, progress: Progress | None
+        self,
+        session_id: str,
+        progress: Progress | None,
+        *,
+        repair: bool = True,
+        repair_note: Mapping[str, Any] | None = None,
     ) -> tuple[Session, list[Event], StoredLog]:
         log = await self._backend.read(session_id)
-        return await restore_logged(session_id, log, clock=self._clock, progress=progress)
+        return await restore_logged(
+            session_id, log, clock=self._clock, progress=progress, repair=repair, repair_note=repair_note
+        )
 
-    async def load(self, session_id: str, *, progress: Progress | None = None) -> Session:
-        """Restore a stored session, commit its repair closers durably, return it live.
+    async def load(
+        self, session_id: str, *, take_over: bool = False, progress: Progress | None = None
+    ) -> Session:
+        """Take ownership of a stored session, commit its repair closers durably, return it live.
+
+        The store becomes the session's one live writer until ``release``, ``close`` or the
+        process ends. ``SessionInUse`` (naming the owner, nothing written) when another live
+        writer owns it; ``take_over=True`` fences that owner off instead (its next write
+        raises ``LeaseLost``). A turn is repaired only once its owner is gone or fenced off,
+        and the repair ends with a ``harness/repair`` record naming that owner.
 
         A session already live in this store is flushed and returned as is, unless
         its turn is open (a live turn is never repaired): then ``StorageError``.
@@ -304,19 +388,32 @@ class SessionStore:
             if _open_turn(live.session):
                 raise StorageError(f"session {session_id!r} is live in this store with an open turn")
             return live.session
-        session, closers, log = await self._restore(session_id, progress)
-        if closers or log.torn is not None:
-            await self._backend.repair(session_id, log, closers)
+        claim = await self._claim(session_id, take_over)
+        try:
+            note = owner_gone_note(claim)
+            session, closers, log = await self._restore(session_id, progress, repair_note=note)
+            if closers or log.torn is not None:
+                with writing_as(self._id):
+                    await self._backend.repair(session_id, log, closers)
+        except BaseException:
+            await self._unclaim(session_id)
+            raise
         return self._attach(session, session.first_live_seq)
 
     async def inspect(self, session_id: str, *, progress: Progress | None = None) -> Session:
-        """The view ``load`` would give (closers included), detached; writes nothing."""
+        """A detached view of the session; writes nothing and needs no ownership.
+
+        A session no live writer owns is shown as ``load`` would give it (crash-repair closers
+        included); one a live writer owns (see ``owner``) is shown as stored: its open turn
+        is running, not crashed.
+        """
         self._check_open()
         check_session_id(session_id)
         live = self._live.get(session_id)
         if live is not None:
             return Session.from_restore(session_id, list(live.session.events), live.session.header)
-        session, _, _ = await self._restore(session_id, progress)
+        owned = await self._backend.owner(session_id) is not None
+        session, _, _ = await self._restore(session_id, progress, repair=not owned)
         return session
 
     async def list(self) -> list[SessionInfo]:
@@ -373,20 +470,30 @@ class SessionStore:
         live = self._live.get(session_id)
         if live is not None:
             await live.writer.quiesce()  # no write of it runs while it is deleted
+        claimed = live is None and session_id not in self._claims
+        if claimed:
+            await self._claim(session_id)  # SessionInUse while another live writer owns it
         try:
-            await self._backend.delete(session_id)
+            with writing_as(self._id):
+                await self._backend.delete(session_id)
         except SessionNotFound:
             if live is None:
+                await self._unclaim(session_id)
                 raise
             # Live here but never written: dropping its reservation is the whole delete.
         except BaseException:
             if live is not None:
                 live.writer.rearm()
+            if claimed:
+                await self._unclaim(session_id)
             raise
+        if live is None:
+            await self._unclaim(session_id)
         if live is not None:
             dropped = live.writer.discard()
             live.unsubscribe()
             del self._live[session_id]
+            await self._unclaim(session_id)
             self._deleted[session_id] = live.session
             if dropped:
                 logger.info("session %s: deleted with %d unwritten events", session_id, dropped)
@@ -412,11 +519,13 @@ class SessionStore:
         return True
 
     async def release(self, session: Session) -> None:
-        """Flush ``session`` and stop persisting it (it becomes detached)."""
+        """Flush ``session``, stop persisting it (it becomes detached) and give up its
+        ownership. If the flush fails the session stays live and owned here."""
         live = self._live_of(session)
         await live.writer.close()
         live.unsubscribe()
         del self._live[session.id]
+        await self._unclaim(session.id)
 
     async def discard(self, session: Session) -> builtins.list[Event]:
         """Stop persisting ``session`` without writing what it still holds: it becomes detached,
@@ -428,6 +537,7 @@ class SessionStore:
         live.writer.discard()
         live.unsubscribe()
         del self._live[session.id]
+        await self._unclaim(session.id)
         return unwritten
 
     async def close(self) -> None:
@@ -443,6 +553,8 @@ class SessionStore:
                 first = first or error
             live.unsubscribe()
         self._live.clear()
+        for session_id in list(self._claims):
+            await self._unclaim(session_id)
         self._closed = True
         await self._backend.close()
         if first is not None:

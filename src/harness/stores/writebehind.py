@@ -42,6 +42,7 @@ from harness.errors import (
 )
 from harness.events.event import Event
 from harness.stores.backend import Backend, read_whole, stored_equals
+from harness.stores.ownership import writing_as
 
 __all__ = ["DEFAULT_WINDOW_S", "WriteBehind"]
 
@@ -62,11 +63,13 @@ class WriteBehind:
         cursor: int,
         window_s: float = DEFAULT_WINDOW_S,
         loop: asyncio.AbstractEventLoop | None = None,
+        store: str | None = None,
     ) -> None:
         if not 0 <= window_s <= MAX_WINDOW_S:
             raise ValueError(f"write window must be between 0 and {MAX_WINDOW_S} s, got {window_s}")
         self._backend = backend
         self._id = session_id
+        self._store = store  # the owning store's id, told to the backend with each write
         self._cursor = cursor
         self._window = window_s
         self._loop = loop or asyncio.get_running_loop()
@@ -168,7 +171,8 @@ class WriteBehind:
             return
         self._queue = []
         try:
-            await self._backend.append(self._id, batch)
+            with writing_as(self._store):
+                await self._backend.append(self._id, batch)
         except SessionNotFound as missing:
             # Nothing was written: the backend holds no such session any more.
             self._queue = batch + self._queue

@@ -359,6 +359,7 @@ class DshSqliteBackend(ThreadedDatabase):
         what is stored, as with ``SqliteBackend``."""
 
         def step(conn: sqlite3.Connection) -> None:
+            self._claims.check(session_id, self._writer)
             body(conn)
             conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (key,))
 
@@ -406,6 +407,7 @@ class DshSqliteBackend(ThreadedDatabase):
 
     def _delete(self, session_id: str, key: str) -> None:
         def step(conn: sqlite3.Connection) -> bool:
+            self._claims.check(session_id, self._writer)
             conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
             return conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
 

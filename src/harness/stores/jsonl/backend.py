@@ -57,6 +57,7 @@ from harness.errors import (
     SessionConflict,
     SessionExists,
     SessionNotFound,
+    SessionOwner,
     UnsupportedFormat,
 )
 from harness.events.event import Event
@@ -82,6 +83,7 @@ from harness.stores.jsonl.reader import LogScan, read_log_file
 from harness.stores.jsonl.scan import first_header, tail_summary
 from harness.stores.jsonl.stream import open_log, plain_events, plain_lines, zstd_events, zstd_lines
 from harness.stores.jsonl.tail import tail_log
+from harness.stores.ownership import Claim, LockFiles, current_writer
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["JsonlBackend"]
@@ -90,6 +92,9 @@ _T = TypeVar("_T")
 # As many threads as asyncio's default executor: sessions fsync in parallel, each in its order.
 _THREADS: Final = min(32, (os.cpu_count() or 1) + 4)
 _ENVELOPE: Final = frozenset({"type", "seq", "time", "data"})
+OWNERS_DIR: Final = ".harness-owners"
+"""The lock files of the sessions' owners (``harness.stores.ownership``), at the root's top:
+dsh's loader takes it for a project directory and finds no session in it."""
 
 
 class _PublishedElsewhere(Exception):
@@ -134,6 +139,7 @@ class JsonlBackend:
         self._root_checked = False
         self._os = FileOps()
         self._worker = BlockingWorkers("harness-jsonl", threads=_THREADS)
+        self._claims = LockFiles(os.path.join(self._layout.root, OWNERS_DIR))
 
     @property
     def root(self) -> str:
@@ -249,6 +255,7 @@ class JsonlBackend:
             # thread instead of costing a second thread the same time (measured ~20% less).
             lines = self._lines(batch)
             length = batch[-1].seq + 1
+            cursor.writer = current_writer()
             if cursor.published:
                 try:
                     await self._run(self._append_sync, cursor, lines, length)
@@ -296,6 +303,7 @@ class JsonlBackend:
             raise io_error("creating the directories of", path, error) from error
         if os.path.lexists(path):
             raise _PublishedElsewhere(path)
+        self._claims.check(header.id, cursor.writer)
         opposite = layout.opposite_log_path(header.cwd, header.id)
         if os.path.lexists(opposite):
             raise layout.encoding_mismatch(opposite)
@@ -374,13 +382,14 @@ class JsonlBackend:
                 ops.lock(fd)
                 if os.fstat(fd).st_nlink == 0:  # deleted between our open and our lock
                     raise _deleted(path)
+                self._claims.check(cursor.header.id, cursor.writer)
                 size = ops.size(fd)
             except OSError as error:
                 raise io_error("reading the size of", path, error) from error
             if size != cursor.committed:
                 raise SessionConflict(
-                    f"session log {path} has {size} bytes where {cursor.committed} are committed: it changed "
-                    "outside this backend or has a torn tail; read and repair it first"
+                    f"session log {path} has {size} bytes where {cursor.committed} are committed: "
+                    f"{self._who_wrote(cursor.header.id)}; read it again (and repair it) first"
                 )
             try:
                 write_all(ops, fd, data)
@@ -494,6 +503,7 @@ class JsonlBackend:
     async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:
         cursor = await self._cursor(session_id)
         async with cursor.lock:
+            cursor.writer = current_writer()
             await self._settle(cursor)
             if log.torn is None:
                 if closers:
@@ -527,6 +537,7 @@ class JsonlBackend:
             ops.lock(fd)
             if os.fstat(fd).st_nlink == 0:
                 raise _deleted(path)
+            self._claims.check(cursor.header.id, cursor.writer)
             size = ops.size(fd)
             if size < torn.committed_offset:
                 raise SessionConflict(f"session log {path} is shorter than its committed region")
@@ -571,16 +582,17 @@ class JsonlBackend:
         sees the file unlinked once it holds the lock, and writes nothing."""
         check_session_id(session_id)
         cursor = self._cursors.get(session_id)
+        writer = current_writer()
         if cursor is None:
-            removed = await self._run(self._delete_sync, session_id)
+            removed = await self._run(self._delete_sync, session_id, writer)
         else:
             async with cursor.lock:  # after a write of ours in flight, never during it
-                removed = await self._run(self._delete_sync, session_id)
+                removed = await self._run(self._delete_sync, session_id, writer)
                 self._forget(session_id, cursor)
         if not removed and (cursor is None or cursor.published):
             raise SessionNotFound(f"no stored session {session_id!r} under {self._layout.root}")
 
-    def _delete_sync(self, session_id: str) -> bool:
+    def _delete_sync(self, session_id: str, writer: str | None) -> bool:
         self._check_root()
         path = self._layout.find_log(session_id)
         if path is None:
@@ -598,6 +610,7 @@ class JsonlBackend:
                 ops.lock(fd)
                 if os.fstat(fd).st_nlink == 0:
                     return False  # another deleter got there first
+                self._claims.check(session_id, writer)
                 ops.unlink(path)
                 ops.fsync_dir(session_dir)
             except OSError as error:
@@ -713,7 +726,49 @@ class JsonlBackend:
         others. A root breaking the layout rules (§9.1) raises."""
         return await self._run(self._list_sync)
 
+    # ---- ownership (harness.stores.ownership) -----------------------------------------
+
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        """Take the session's lock file (see ``LockFiles``); a takeover renames its own over
+        the old one while holding the log's ``flock``, so no write of the old owner runs."""
+        check_session_id(session_id)
+        return await self._run(self._claims.claim, session_id, owner, take_over, self._fence(session_id))
+
+    def _fence(self, session_id: str) -> Callable[[Callable[[], None]], None]:
+        def fence(action: Callable[[], None]) -> None:
+            path = self._layout.find_log(session_id)
+            if path is None:
+                action()
+                return
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                action()
+                return
+            try:
+                self._os.lock(fd)
+                action()
+            finally:
+                os.close(fd)
+
+        return fence
+
+    async def unclaim(self, session_id: str) -> None:
+        await self._run(self._claims.release, session_id)
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        check_session_id(session_id)
+        return await self._run(self._claims.owner, session_id)
+
+    def _who_wrote(self, session_id: str) -> str:
+        """Why a log is not the size this backend committed, as far as ownership can tell."""
+        owner = self._claims.owner(session_id)
+        if owner is not None and not self._claims.holds(session_id):
+            return f"it was written by its owner, {owner.describe()}"
+        return "it changed outside this backend (a writer that owned nothing) or has a torn tail"
+
     async def close(self) -> None:
+        await self._run(self._claims.release_all)
         # A write of unknown outcome is remembered: a later use resyncs before trusting the file.
         self._cursors = {key: cursor for key, cursor in self._cursors.items() if cursor.unknown is not None}
         self._worker.close()

@@ -45,12 +45,13 @@ class Unknown:
 class Cursor:
     """What the backend knows of one session's log."""
 
-    __slots__ = ("committed", "header", "length", "lock", "path", "published", "scan", "unknown")
+    __slots__ = ("committed", "header", "length", "lock", "path", "published", "scan", "unknown", "writer")
 
     def __init__(self, header: SessionHeader, path: str) -> None:
         self.header = header
         self.path = path
         self.published = False
+        self.writer: str | None = None  # the store of the write under way (``writing_as``)
         self.length = 0  # committed events
         self.committed = 0  # byte size of the committed log; appends start here
         self.scan: LogScan | None = None  # the last read, while it found a torn tail

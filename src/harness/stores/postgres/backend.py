@@ -47,8 +47,10 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -65,6 +67,7 @@ from harness.errors import (
     SessionConflict,
     SessionExists,
     SessionNotFound,
+    SessionOwner,
     StorageError,
 )
 from harness.events.event import Event
@@ -80,6 +83,7 @@ from harness.stores.backend import (
 )
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease
+from harness.stores.ownership import Claim, in_use, lost
 from harness.stores.postgres import codec
 from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
 from harness.stores.postgres.errors import is_connection_error, translate
@@ -126,7 +130,9 @@ class PostgresBackend:
     """Sessions in one PostgreSQL schema. See the module docs for the design.
 
     ``dsn`` is a libpq connection string or URL. ``schema`` is created on first use.
-    ``min_size``/``max_size`` size the connection pool (``max_size`` defaults to
+    ``lease_ttl_s`` is the lease a session's owner holds (``claim``), renewed every third of
+    it: a killed owner's session can be taken without ``take_over`` that long after its last
+    renewal. ``min_size``/``max_size`` size the connection pool (``max_size`` defaults to
     ``min_size``: a fixed pool, filled before first use); ``timeout`` is how long an
     operation waits for a pooled connection; ``connect_timeout`` bounds each connection
     attempt; ``tail_outage_s`` is how long a tail keeps reconnecting before it gives up.
@@ -148,6 +154,7 @@ class PostgresBackend:
         connect_timeout: float = 10.0,
         application_name: str = "harness",
         tail_outage_s: float = 60.0,
+        lease_ttl_s: float = 10.0,
     ) -> None:
         if not isinstance(schema, str) or not schema or "\x00" in schema or len(schema.encode()) > 63:
             raise ValueError("schema must be a non-empty name of at most 63 bytes without NUL")
@@ -160,6 +167,9 @@ class PostgresBackend:
         self._max_size = max_size
         self._timeout = timeout
         self._tail_outage_s = tail_outage_s
+        if not (isinstance(lease_ttl_s, int | float) and 0 < lease_ttl_s < 86_400):
+            raise ValueError(f"lease_ttl_s must be a positive number of seconds, got {lease_ttl_s!r}")
+        self._lease_ttl = float(lease_ttl_s)
         self._connect_kwargs: dict[str, Any] = {
             **CONNECT_DEFAULTS,
             "connect_timeout": max(1, round(connect_timeout)),
@@ -351,10 +361,13 @@ class PostgresBackend:
 
         try:
             length = await self._run(call, "appending events", session_id, True, first_seq=first, token=token)
-        except LeaseLost as lost:
+        except LeaseLost as refused:
             if pending is None and await self._length(session_id) is None:
                 # The lease check comes first in the append; the session itself is gone.
-                raise SessionNotFound(f"session {session_id!r} was deleted: nothing was written") from lost
+                raise SessionNotFound(f"session {session_id!r} was deleted: nothing was written") from refused
+            row = await self._owner_row(session_id)
+            if row is not None and row[2]:
+                raise lost(session_id, _owner_of(row)) from refused
             raise
         except SessionConflict as conflict:
             if conflict.expected:
@@ -552,6 +565,51 @@ class PostgresBackend:
         if self._pending.pop(session_id, None) is None and outcome == "missing":
             raise SessionNotFound(f"no session {session_id!r}")
 
+    # -- ownership: a session's owner holds its fenced lease ------------------------------
+
+    async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
+        """Take the session's fenced lease for ``lease_ttl_s`` (renewed while held), the owner
+        record as its owner text; ``take_over`` takes a live lease (a larger token fences the
+        old holder's appends off)."""
+        check_session_id(session_id)
+        await self._ready(write=True)
+        held = self._leases.lease(session_id)
+        if held is not None:
+            mine = _owner_text(held.owner)
+            if mine is not None and mine.store == owner.store:
+                return Claim(mine)
+            if not take_over:
+                raise in_use(session_id, mine)
+        row = await self._owner_row(session_id)
+        previous = None if row is None else _owner_of(row)
+        live = row is not None and bool(row[2])
+        record = owner if not (live and take_over and previous) else replace(
+            owner, took_over=replace(previous, took_over=None)
+        )
+        try:
+            lease = await self._leases.acquire(
+                session_id, json.dumps(record.to_json(), separators=(",", ":")), self._lease_ttl, take_over
+            )
+        except LeaseHeld as refused:
+            raise in_use(session_id, refused.owner) from refused
+        return Claim(replace(record, token=lease.token), previous, taken_over=live and take_over)
+
+    async def unclaim(self, session_id: str) -> None:
+        check_session_id(session_id)
+        await self._leases.release(session_id)
+
+    async def owner(self, session_id: str) -> SessionOwner | None:
+        """The holder of a live lease on the session, by the server's clock."""
+        check_session_id(session_id)
+        row = await self._owner_row(session_id)
+        return _owner_of(row) if row is not None and row[2] else None
+
+    async def _owner_row(self, session_id: str) -> tuple[Any, ...] | None:
+        async def query(conn: Connection) -> tuple[Any, ...] | None:
+            return await (await conn.execute(self._q.owner, (codec.db_text(session_id),))).fetchone()
+
+        return await self._run(query, "reading the lease", session_id, False)
+
     # -- leases and tail ------------------------------------------------------------------
 
     async def acquire(self, session_id: str, owner: str, ttl_s: float, *, takeover: bool = False) -> Lease:
@@ -606,6 +664,21 @@ class PostgresBackend:
             pool, self._pool = self._pool, None
             if pool is not None and self._loop is asyncio.get_running_loop():
                 await pool.close()
+
+
+def _owner_text(text: object) -> SessionOwner | None:
+    """The owner record a lease row's owner text holds (``None`` for a plain name)."""
+    raw = _loads_or_none(codec.from_db_text(text) if isinstance(text, str) else text)
+    return SessionOwner.from_json(raw)
+
+
+def _owner_of(row: tuple[Any, ...]) -> SessionOwner:
+    """The owner of an ``owner`` query row: its record, or the lease's plain owner name."""
+    record = _owner_text(row[0])
+    if record is None:
+        name = codec.from_db_text(row[0]) if isinstance(row[0], str) else None
+        return SessionOwner(pid=None, host=None, store=name, since=None, token=int(row[3]))
+    return replace(record, token=int(row[3]))
 
 
 def _loads_or_none(text: object) -> Any:

@@ -24,6 +24,7 @@ class Queries:
         "lines",
         "lines_rest",
         "list",
+        "owner",
         "release",
         "renew",
         "tail_lines",
@@ -77,6 +78,10 @@ class Queries:
             f"RETURNING l.token, {expires}"
         )
         self.holder = q(f"SELECT l.owner, {expires} FROM {{s}}.leases AS l WHERE l.session_id = %s::text")
+        self.owner = q(
+            f"SELECT l.owner, {expires}, l.expires_at > now(), l.token "
+            "FROM {s}.leases AS l WHERE l.session_id = %s::text"
+        )
         self.renew = q(
             "UPDATE {s}.leases AS l SET expires_at = now() + make_interval(secs => %s::float8) "
             "WHERE l.session_id = %s::text AND l.token = %s::bigint AND l.expires_at > now() "
