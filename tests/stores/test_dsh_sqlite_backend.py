@@ -313,11 +313,13 @@ def test_a_torn_final_row_is_reported_and_a_load_cuts_it(db: Path, damage: str) 
     async def load() -> None:
         store = SessionStore(DshSqliteBackend(db))
         session = await store.load("s1")
-        assert [e.type for e in session.events][3:] == ["turn/start", "turn/end", "session/end-seed"]
+        types = [e.type for e in session.events][3:]
+        assert types == ["turn/start", "turn/end", "harness/repair", "session/end-seed"]
         await store.close()
 
     run(load())
-    assert [seq for seq, *_ in rows(db)] == [0, 1, 2, 3, 4, 5]  # the torn row is gone, closers + end-seed
+    # the torn row is gone; the closer, the repair's record and the end-seed follow
+    assert [seq for seq, *_ in rows(db)] == [0, 1, 2, 3, 4, 5, 6]
     assert revision(db) == before + 2  # the repair, then the end-seed's append
     assert read(db).torn is None
 

@@ -1,4 +1,9 @@
-"""Two processes race to append to one JSONL session: conflicts, never interleaved bytes."""
+"""Two processes race to write one JSONL session: one owner at a time, never interleaved bytes.
+
+Each round a process loads the session (taking ownership), adds a turn and flushes. The other
+one's load is refused with ``SessionInUse`` while it owns the session, so no flush ever meets
+a ``SessionConflict`` (before ownership, about half the flushes did, after loads that had
+already committed nothing wrong but raced)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import SessionConflict
+from harness.errors import SessionConflict, SessionInUse
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from tests.stores.contract import one_turn
@@ -23,13 +28,19 @@ def backend(root: Path, compression: str) -> JsonlBackend:
 
 
 def writer(root: Path, compression: str, write_fd: int) -> None:
-    """Load, add a turn, flush; ROUNDS times. Reports wins and conflicts on the pipe."""
+    """Load, add a turn, flush; ROUNDS times. Reports wins, conflicts and refusals on the pipe."""
 
-    async def main() -> tuple[int, int]:
-        wins = conflicts = 0
+    async def main() -> tuple[int, int, int]:
+        wins = conflicts = refusals = 0
         for _ in range(ROUNDS):
             store = SessionStore(backend(root, compression), write_window_s=3600)
-            session = await store.load(SESSION_ID)
+            try:
+                session = await store.load(SESSION_ID)
+            except SessionInUse:
+                refusals += 1
+                await store.close()
+                await asyncio.sleep(0.001)
+                continue
             one_turn(session, sum(1 for e in session.events if e.type == "turn/start") + 1)
             try:
                 await store.flush(session)
@@ -38,11 +49,11 @@ def writer(root: Path, compression: str, write_fd: int) -> None:
                 conflicts += 1
             with contextlib.suppress(SessionConflict):
                 await store.close()
-        return wins, conflicts
+        return wins, conflicts, refusals
 
     try:
-        wins, conflicts = asyncio.run(main())
-        os.write(write_fd, f"{wins} {conflicts}\n".encode())
+        wins, conflicts, refusals = asyncio.run(main())
+        os.write(write_fd, f"{wins} {conflicts} {refusals}\n".encode())
     finally:
         os._exit(0)
 
@@ -70,6 +81,9 @@ def test_two_processes_never_interleave_a_log(tmp_path: Path, compression: str) 
         results = [tuple(map(int, line.split())) for line in reports.read().splitlines()]
     assert len(results) == 2, "a writer died"
     wins = sum(result[0] for result in results)
+    assert sum(result[1] for result in results) == 0, f"a flush met a conflict: {results}"
+    assert all(result[0] + result[2] == ROUNDS for result in results), results
+    assert wins > 0
 
     async def turns_on_disk() -> int:
         store = SessionStore(backend(tmp_path, compression))

@@ -39,6 +39,7 @@ from harness.cli.outcome import (
     finish,
     outcome_json,
 )
+from harness.cli.ownership import TakeOverOption, WaitOption, load_owned
 from harness.cli.summary import plural
 from harness.cli.terminal import (
     Interrupts,
@@ -157,7 +158,8 @@ async def _run_turns(
         summarizer=_summarizer(provider, model),
         sessions=StoreReader(store),
     )
-    unsubscribe = session.subscribe(LivePrinter(console))
+    printer = LivePrinter(console)
+    unsubscribe = session.subscribe(printer)
     outcome = None
     try:
         with interrupts or Interrupts() as routing:
@@ -165,6 +167,7 @@ async def _run_turns(
                 first = (context or []) if index == 0 else []
                 outcome = await interruptible_turn(agent, prompt, first, routing, console)
                 await store.flush(session)
+                printer.stored()
     finally:
         unsubscribe()
         await provider.aclose()
@@ -182,6 +185,15 @@ def _prompt_argument(text: str, what: str) -> str:
         return checked_prompt(text, what)
     except InvalidMessage as error:
         _fail(f"{error}; nothing was sent or recorded", EXIT_USAGE)
+
+
+def _owned_options(session_id: str | None, take_over: bool, wait: float | None) -> None:
+    """--take-over and --wait apply to a stored session: refused (exit 2) without --session."""
+    if session_id is None and (take_over or wait is not None):
+        option = "--take-over" if take_over else "--wait"
+        _fail(f"{option} applies to a stored session: give --session ID too", EXIT_USAGE)
+    if take_over and wait is not None:
+        _fail("--take-over and --wait exclude each other: take the session over now, or wait", EXIT_USAGE)
 
 
 def _workspace(path: str | None) -> Path:
@@ -265,9 +277,12 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    take_over: TakeOverOption = False,
+    wait: WaitOption = None,
     store: str | None = _store_option(),
 ) -> None:
     """Run one task headless; its help lists the exit codes (``EXIT_CODES_HELP``)."""
+    _owned_options(session_id, take_over, wait)
     task = _prompt_argument(task, "the task")
     root = _workspace(workspace)
     console = Console(stderr=as_json)
@@ -278,7 +293,7 @@ def run(
         hub = None
         try:
             if session_id is not None:
-                session = await store.load(session_id)
+                session = await load_owned(store, session_id, take_over=take_over, wait=wait)
             else:
                 session = await store.create(cwd=str(root))
             started.append(session)
@@ -365,9 +380,12 @@ def resume(
     as_json: bool = typer.Option(False, "--json", help="Print the world check and outcome as JSON."),
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    take_over: TakeOverOption = False,
+    wait: WaitOption = None,
     store: str | None = _store_option(),
 ) -> None:
     """Load, repair, check the world, continue (see the command help for the exit codes)."""
+    _owned_options(session_id, take_over, wait)
     prompt = _prompt_argument(prompt, "the prompt")
     console = Console(stderr=as_json)
     found: dict[str, Any] = {"repaired": [], "check": None}  # what --json reports besides the outcome
@@ -381,7 +399,7 @@ def resume(
         store = SessionStore(_options(ctx).backend())
         hub = None
         try:
-            session = await store.load(session_id)
+            session = await load_owned(store, session_id, take_over=take_over, wait=wait)
             started.append(session)
             telemetry.enter_context(live_telemetry(session, otel, console))  # sees the check too
             root = _workspace(workspace or session.header.cwd)
@@ -520,11 +538,14 @@ def chat(
     yes: YesOption = False,
     mcp_config: McpConfigOption = None,
     otel: OtelOption = False,
+    take_over: TakeOverOption = False,
+    wait: WaitOption = None,
     store: str | None = _store_option(),
 ) -> None:
     """Talk with the agent in a terminal; /help lists the chat commands.
 
     /exit (or Ctrl-D) leaves; Ctrl-C cancels a running turn, and leaves at the prompt."""
+    _owned_options(session_id, take_over, wait)
     root = _workspace(workspace)
     console = Console()
 
@@ -534,7 +555,11 @@ def chat(
         hub = None
         telemetry = ExitStack()
         try:
-            session = await (store.load(session_id) if session_id else store.create(cwd=str(root)))
+            session = await (
+                load_owned(store, session_id, take_over=take_over, wait=wait)
+                if session_id
+                else store.create(cwd=str(root))
+            )
             telemetry.enter_context(live_telemetry(session, otel, console))
             hub = await _hub(mcp_config, root, session, console)
             if hub is not None:

@@ -21,8 +21,17 @@ from rich.markup import escape
 from rich.text import Text
 
 from harness.cli.help import HarnessGroup
+from harness.cli.ownership import EXIT_IN_USE, in_use_line, live_line, taken_over_line
 from harness.cli.progress import loading_bar
-from harness.errors import HarnessError, SessionNotFound, StorageError, UnsupportedFormat
+from harness.errors import (
+    HarnessError,
+    LeaseLost,
+    SessionInUse,
+    SessionNotFound,
+    SessionOwner,
+    StorageError,
+    UnsupportedFormat,
+)
 from harness.events.event import Event
 from harness.events.json import dumps, thaw
 from harness.session.session import Session
@@ -115,6 +124,10 @@ def _errors(code: int = 1) -> Iterator[None]:
         yield
     except SessionNotFound as error:
         _fail(str(error), code)
+    except SessionInUse as error:
+        _fail(in_use_line(error), EXIT_IN_USE)
+    except LeaseLost as error:
+        _fail(taken_over_line(error), code)
     except HarnessError as error:
         _fail(str(error), code)
     except OSError as error:
@@ -381,10 +394,17 @@ def _inspect(ctx: typer.Context, session_id: str, notes: list[str] | None = None
             )
         return restored
 
+    owners: list[SessionOwner] = []
+
     async def load() -> Session | None:
         store = SessionStore(_options(ctx).backend(reading=True))
         try:
-            return await store.inspect(session_id, progress=advance)
+            owner = await store.owner(session_id)
+            restored = await store.inspect(session_id, progress=advance)
+            owner = owner or await store.owner(session_id)  # one that started while we read
+            if owner is not None:
+                owners.append(owner)
+            return restored
         except SessionNotFound:
             if _looks_like_path(session_id):  # ids may hold "/": the store was asked first
                 return None
@@ -397,6 +417,8 @@ def _inspect(ctx: typer.Context, session_id: str, notes: list[str] | None = None
         session = asyncio.run(load())
     if session is None:
         _fail(f"no such file: {session_id} (and no stored session has that id)", 2)
+    for owner in owners:
+        Console(stderr=True).print(Text(live_line(session, owner), style="yellow"), highlight=False)
     return session
 
 

@@ -19,13 +19,15 @@ class LivePrinter:
     """Streams assistant text, and one line per tool call, result, approval, model-request
     retry (``llm/retry``: what failed and how long the wait is) and turn end.
 
-    Subscribe it to a session: ``session.subscribe(LivePrinter(console))``.
+    Subscribe it to a session: ``session.subscribe(LivePrinter(console))``. The turn-end line
+    waits for ``stored()``: call it once the flush after the turn returned.
     """
 
     def __init__(self, console: Console, *, reasoning: bool = False) -> None:
         self.console = console
         self.reasoning = reasoning
         self._mid_line = False
+        self._ended: str | None = None
 
     def _line(self, markup: str) -> None:
         if self._mid_line:
@@ -62,7 +64,14 @@ class LivePrinter:
                     detail += f" (the provider asked for a wait of {wait / 1000:g} s)"
             style = "green" if label == "completed" else "red"
             turn = escape(str(data.get("turn")))
-            self._line(f"[{style}]turn {turn} ended: {escape(str(label))}{escape(detail)}[/]")
+            # Said once the turn is stored (``stored``): a turn whose flush fails never "ended".
+            self._ended = f"[{style}]turn {turn} ended: {escape(str(label))}{escape(detail)}[/]"
+
+    def stored(self) -> None:
+        """Print the line of the turn that ended, now that it is stored."""
+        if self._ended is not None:
+            self._line(self._ended)
+            self._ended = None
 
     def _chunk(self, chunk: Any) -> None:
         if not isinstance(chunk, Mapping):

@@ -51,7 +51,8 @@ reports it and as ``chat`` exits."""
 EXIT_CODES_HELP = (
     "Exit codes: 0 done; 1 failed (the turn ended with an error); "
     "2 usage; 3 resume stopped at blocking findings; 4 a world-changing tool call was denied "
-    "(rerun with --yes to allow them); 130 Ctrl-C cancelled the turn."
+    "(rerun with --yes to allow them); 5 the session is in use by another writer "
+    "(--wait SECONDS or --take-over); 130 Ctrl-C cancelled the turn."
 )
 
 

@@ -384,9 +384,12 @@ def in_use(session_id: str, owner: SessionOwner | None) -> SessionInUse:
     )
 
 
-def lost(session_id: str, by: SessionOwner | None) -> LeaseLost:
+def lost(session_id: str, by: SessionOwner | None, token: int | None = None) -> LeaseLost:
     who = by.describe() if by is not None else "another writer"
-    return LeaseLost(f"session {session_id!r} was taken over by {who}: nothing was written", by=by)
+    mine = f" (this writer's fencing token {token})" if token is not None else ""
+    return LeaseLost(
+        f"session {session_id!r} was taken over by {who}{mine}: nothing was written", token=token, by=by
+    )
 
 
 def _names(path: str, stat: os.stat_result) -> bool:

@@ -48,7 +48,7 @@ from harness.stores.backend import (
 )
 from harness.stores.fastrestore import fast_events
 from harness.stores.ids import check_session_id
-from harness.stores.leases import Lease, LeasingBackend, TailingBackend
+from harness.stores.leases import TailingBackend
 from harness.stores.legacy import (
     check_closers,
     is_current,
@@ -566,26 +566,7 @@ class SessionStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # -- leases and live tail (backends that offer them: harness.stores.leases) ------------
-
-    async def acquire(self, session_id: str, owner: str, ttl: float, *, takeover: bool = False) -> Lease:
-        """Take the fenced lease on ``session_id`` for ``ttl`` seconds, renewed in the background
-        until released (or the backend closes). While it is held, every flush of the session
-        checks its token: once the lease is lost the flush raises ``LeaseLost`` and the events
-        stay queued. ``LeaseHeld`` if another owner holds it and ``takeover`` is false;
-        ``StorageError`` if the backend has no leases."""
-        self._check_open()
-        check_session_id(session_id)
-        if not isinstance(self._backend, LeasingBackend):
-            raise StorageError(f"{type(self._backend).__name__} has no leases (use PostgresBackend)")
-        return await self._backend.acquire(session_id, owner, ttl, takeover=takeover)
-
-    async def release_lease(self, session_id: str) -> None:
-        """Give up this store's lease on ``session_id`` (flush the session first to keep its
-        events: after the release its appends are no longer fenced by the lease)."""
-        if not isinstance(self._backend, LeasingBackend):
-            raise StorageError(f"{type(self._backend).__name__} has no leases (use PostgresBackend)")
-        await self._backend.release(session_id)
+    # -- live tail (backends that offer it: harness.stores.leases) ------------------------
 
     def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
         """The committed events of ``session_id`` from ``from_seq`` on, then each new one as it

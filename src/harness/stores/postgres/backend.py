@@ -367,7 +367,7 @@ class PostgresBackend:
                 raise SessionNotFound(f"session {session_id!r} was deleted: nothing was written") from refused
             row = await self._owner_row(session_id)
             if row is not None and row[2]:
-                raise lost(session_id, _owner_of(row)) from refused
+                raise lost(session_id, _owner_of(row), refused.token) from refused
             raise
         except SessionConflict as conflict:
             if conflict.expected:
@@ -591,7 +591,9 @@ class PostgresBackend:
                 session_id, json.dumps(record.to_json(), separators=(",", ":")), self._lease_ttl, take_over
             )
         except LeaseHeld as refused:
-            raise in_use(session_id, refused.owner) from refused
+            row = await self._owner_row(session_id)
+            holder = _owner_of(row) if row is not None and row[2] else refused.owner
+            raise in_use(session_id, holder) from refused
         return Claim(replace(record, token=lease.token), previous, taken_over=live and take_over)
 
     async def unclaim(self, session_id: str) -> None:
