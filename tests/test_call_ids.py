@@ -177,7 +177,8 @@ def test_the_reported_sequence_can_no_longer_poison_a_session(tmp_path: Path) ->
             return await store.load(sid)
 
     loaded = asyncio.run(scenario())
-    assert [e.type for e in loaded.events][-3:] == ["step/end", "turn/end", "session/end-seed"]
+    closers = ["step/end", "turn/end", "harness/repair", "session/end-seed"]
+    assert [e.type for e in loaded.events][-4:] == closers
 
 
 # ---- builders ---------------------------------------------------------------------------------
@@ -322,7 +323,8 @@ def test_a_run_whose_provider_gives_no_call_ids_survives_a_crash_mid_call(
     live, tool, image = crashed_run(tmp_path, changes_world=changes_world)
     # The crash image (flushed up to the running call) loads: repair answers the call ...
     loaded = reopen(image, live.id)
-    assert [e.type for e in loaded.events][-3:] == ["step/end", "turn/end", "session/end-seed"]
+    closers = ["step/end", "turn/end", "harness/repair", "session/end-seed"]
+    assert [e.type for e in loaded.events][-4:] == closers
     repaired = [e for e in loaded.events if e.type == "tool/result"]
     assert len(repaired) == 1 and repaired[0].data["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
     assert repaired[0].data["message"]["content"][0]["content"][0]["text"] == TOOL_OUTCOME_UNKNOWN_TEXT

@@ -134,8 +134,8 @@ def test_answered_or_closed_calls_without_ids_need_no_repair(tmp_path: Path) -> 
     events = [*open_step(""), ev("step/end", {"turn": 1, "step": 1})]
     write(tmp_path, events)
     session = load(tmp_path)
-    assert [e.type for e in session.events[-2:]] == ["turn/end", "session/end-seed"]
-    assert inspect(tmp_path).events[-2].type == "turn/end"
+    assert [e.type for e in session.events[-3:]] == ["turn/end", "harness/repair", "session/end-seed"]
+    assert inspect(tmp_path).events[-3].type == "turn/end"  # as committed by the load
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,8 @@ def test_usable_pending_calls_are_answered_and_reload(tmp_path: Path) -> None:
     write(tmp_path, open_step("c1", "c2"))
     loaded = load(tmp_path)
     types = [e.type for e in loaded.events[3:]]
-    assert types == ["tool/result", "tool/result", "step/end", "turn/end", "session/end-seed"]
+    closers = ["tool/result", "tool/result", "step/end", "turn/end", "harness/repair"]
+    assert types == [*closers, "session/end-seed"]
     again = inspect(tmp_path)
     assert harness.repair_closers(list(again.events)) == []
     assert len(again.events) == len(loaded.events)

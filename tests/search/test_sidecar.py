@@ -25,7 +25,7 @@ async def _two_sessions(store: SessionStore) -> None:
     for sid, words in (("one", "alpha launch code"), ("two", "beta launch window")):
         session = await store.create(id=sid)
         Builder(session).closed_turn(f"please {words}", f"done: {words}", tools=1)
-        await store.flush(session)
+        await store.release(session)  # stored, and free for another writer
 
 
 def _log_dir(root: Path, session_id: str) -> Path:

@@ -13,7 +13,7 @@ import time
 
 from google.adk.errors import StaleSessionError as AdkStaleSessionError
 
-from harness.errors import SessionConflict
+from harness.errors import SessionConflict, SessionInUse
 from harness.integrations.adk import HarnessSessionService
 from harness.stores.backend import Backend
 from harness.stores.store import SessionStore
@@ -51,7 +51,9 @@ async def main(kind: str, target: str, schema: str, name: str, ready: str, go: s
             await service.append_event(session, text("user", f"from {name}", at=1.0, event_id=name))
         except AdkStaleSessionError as error:
             cause = error.__cause__
-            return "stale" if isinstance(cause, SessionConflict) else f"stale, not from a conflict: {cause!r}"
+            if isinstance(cause, SessionConflict | SessionInUse):
+                return "stale"
+            return f"stale, not from a conflict or an owner: {cause!r}"
         return "won"
     finally:
         await service.close()

@@ -12,7 +12,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
-from harness.errors import InvalidEventData, PersistenceFailed, SessionConflict
+from harness.errors import InvalidEventData, PersistenceFailed, SessionConflict, SessionInUse
 from harness.integrations.adk import HarnessSessionService, StaleSessionError, session_log_id, user_log_id
 from harness.integrations.adk.events import EVENT_KEY
 from harness.stores.faults import FaultyBackend
@@ -52,17 +52,24 @@ def test_a_stale_copy_is_refused_and_nothing_is_written() -> None:
     run(go())
 
 
-def test_a_writer_of_another_store_on_the_same_root_makes_a_held_copy_stale(tmp_path: Path) -> None:
+def test_a_writer_of_another_store_waits_for_the_owner_then_makes_a_held_copy_stale(tmp_path: Path) -> None:
     async def go() -> None:
         first = SessionStore(JsonlBackend(tmp_path, compression="none"))
         second = SessionStore(JsonlBackend(tmp_path, compression="none"))
         mine, theirs = HarnessSessionService(first), HarnessSessionService(second)
         session = await mine.create_session(app_name="a", user_id="u", session_id="s")
-        await mine.append_event(session, text("user", "one", at=1.0, event_id="e1"))  # live in ``first``
+        await mine.append_event(session, text("user", "one", at=1.0, event_id="e1"))  # owned by ``first``
+        copy = await theirs.get_session(app_name="a", user_id="u", session_id="s")  # reads need no owner
+        assert copy is not None and [e.id for e in copy.events] == ["e1"]
+        with pytest.raises(StaleSessionError) as refused:  # ``first`` owns it: nothing written
+            await theirs.append_event(copy, text("user", "two", at=2.0, event_id="e2"))
+        assert isinstance(refused.value.__cause__, SessionInUse)
+        await mine.close()  # ``first`` lets the session go
         copy = await theirs.get_session(app_name="a", user_id="u", session_id="s")
         assert copy is not None
         await theirs.append_event(copy, text("user", "two", at=2.0, event_id="e2"))
-        with pytest.raises(StaleSessionError):  # ``first``'s live copy is behind: the backend says so
+        await theirs.close()
+        with pytest.raises(StaleSessionError):  # ``mine``'s copy saw e1 only: the store says so
             await mine.append_event(session, text("user", "three", at=3.0, event_id="e3"))
         again = await mine.get_session(app_name="a", user_id="u", session_id="s")  # every read is fresh
         assert again is not None and [e.id for e in again.events] == ["e1", "e2"]
@@ -140,6 +147,8 @@ def test_a_crash_between_the_session_write_and_the_shared_state_write_is_repaire
             await service.append_event(
                 session, text("agent", "x", at=5.0, event_id="e1", state_delta={"user:k": 1})
             )
+        await service.close()
+        await store.close()  # the process is gone, and its ownership with it
         reader = HarnessSessionService(SessionStore(backend))
         assert await reader.get_user_state(app_name="a", user_id="u") == {}  # not there yet
         got = await reader.get_session(app_name="a", user_id="u", session_id="s")

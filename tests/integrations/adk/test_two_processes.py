@@ -1,6 +1,7 @@
 """Two processes append to one ADK session at once, each from the session it read before the
 other wrote: exactly one wins, the other gets ADK's ``StaleSessionError`` (caused by a harness
-``SessionConflict``), and the stored session holds the winner's event only. Real subprocesses,
+``SessionInUse`` while the winner owns the session, or a ``SessionConflict`` once it let go), and
+the stored session holds the winner's event only. Real subprocesses,
 on a JSONL root, an SQLite file and PostgreSQL."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from harness.errors import CorruptSession, HarnessError, SessionConflict
+from harness.errors import CorruptSession, HarnessError, SessionInUse
 from harness.integrations.langgraph import (
     AsyncHarnessSaver,
     HarnessSaver,
@@ -226,11 +226,13 @@ def test_a_second_writer_of_a_thread_is_refused_and_then_reads_afresh(tmp_path: 
         stored = await one.aput(config(), checkpoint(1, {"x": 1}), {}, {"x": 1})
         assert await two.aget_tuple(config()) is not None  # two reads the thread
         await one.aput(stored, checkpoint(2, {"x": 2}), {}, {"x": 2})  # one writes on
-        with pytest.raises(SessionConflict):
-            await two.aput(stored, checkpoint(3, {"x": 3}), {}, {"x": 3})  # two is stale: refused
+        with pytest.raises(SessionInUse):
+            await two.aput(stored, checkpoint(3, {"x": 3}), {}, {"x": 3})  # one owns it: refused
         latest = await two.aget_tuple(config())  # and reads afresh: one's checkpoint, not its own
         assert latest is not None and latest.checkpoint["id"] == "00000002"
-        await first.close()
+        await first.close()  # one lets the thread go: two may write it now
+        await two.aput(latest.config, checkpoint(3, {"x": 3}), {}, {"x": 3})
+        assert (await two.aget_tuple(config())).checkpoint["id"] == "00000003"  # type: ignore[union-attr]
         await second.close()
 
     asyncio.run(run())

@@ -11,6 +11,7 @@ assertion fails and tells us), then runs the same story on ours.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +21,7 @@ import pytest
 from agents.memory import OpenAIResponsesCompactionSession, SQLiteSession
 
 from harness.compaction.summarizer import Summary, SummaryRequest
-from harness.errors import CompactionPersistenceFailed, SummaryFailed
+from harness.errors import CompactionPersistenceFailed, PersistenceFailed, SummaryFailed
 from harness.events.event import Event
 from harness.integrations.openai_agents import HarnessSession, default_should_trigger_compaction
 from harness.stores.backend import Backend
@@ -139,7 +140,10 @@ def test_ours_loses_nothing_when_the_writes_fail_during_compaction() -> None:
         with pytest.raises(CompactionPersistenceFailed):
             await session.run_compaction({"force": True})
         out: dict[str, Any] = {"in_memory": await session.get_items()}
-        # the process dies here, before the disk is back: a new process reads what was written
+        # the process ends here, before the disk is back (its last flush fails too, and its
+        # ownership goes with it): a new process reads what was written
+        with contextlib.suppress(PersistenceFailed):
+            await store.close()
         restarted = HarnessSession("s", SessionStore(inner))
         out["after_crash"] = await restarted.get_items()
         out["crash_types"] = [e.type for e in (await restarted.session()).events]
@@ -208,8 +212,10 @@ def test_ours_keeps_items_written_during_the_compaction() -> None:
         await HarnessSession("s", store).add_items([LATE])  # another writer of the same session
         summarizer.release.set()
         result = await compaction
+        live = await session.get_items()
+        await store.close()  # the process ends; a new one reads the session
         restarted = HarnessSession("s", SessionStore(store.backend))
-        return await session.get_items(), await restarted.get_items(), result
+        return live, await restarted.get_items(), result
 
     live, reloaded, result = asyncio.run(go())
     assert result is not None  # the compaction committed

@@ -35,7 +35,7 @@ from google.adk.sessions.session import Session as AdkSession
 from pydantic_core import to_jsonable_python
 from typing_extensions import override
 
-from harness.errors import SessionConflict, SessionExists, SessionNotFound
+from harness.errors import SessionConflict, SessionExists, SessionInUse, SessionNotFound
 from harness.events.json import check_json
 from harness.integrations.adk.events import SESSION_RECORD, event_payload, wire_of
 from harness.integrations.adk.state import (
@@ -292,6 +292,11 @@ class HarnessSessionService(BaseSessionService):
                 session = await self.store.load(log_id)
             except SessionNotFound:
                 raise SessionNotFoundError(f"Session {session_id} not found.") from None
+            except SessionInUse as in_use:
+                raise StaleSessionError(
+                    f"session {session_id!r} is being written by another live writer ({in_use}); "
+                    "get it again once that writer is done"
+                ) from in_use
             tracked = self._tracked[log_id] = _Tracked(session)
         return tracked
 

@@ -21,7 +21,9 @@ The parts of an id are percent-encoded (``quote(part, safe="")``), so ``/`` only
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -29,7 +31,7 @@ from urllib.parse import quote
 
 import orjson
 
-from harness.errors import SessionConflict, SessionNotFound
+from harness.errors import SessionConflict, SessionInUse, SessionNotFound
 from harness.events.event import Event
 from harness.integrations.adk.events import STATE_RECORD
 from harness.session.session import Session
@@ -53,6 +55,8 @@ APP_PREFIX: Final = "app:"
 USER_PREFIX: Final = "user:"
 TEMP_PREFIX: Final = "temp:"
 STATE_RETRIES: Final = 16
+IN_USE_WAIT_S: Final = 10.0
+"""How long a delta waits for another process's write of the same shared log to end."""
 """How often a shared-state delta is retried after another writer appended to its log first."""
 
 
@@ -187,18 +191,32 @@ class SharedState:
         }
         if late:
             record["late"] = True
-        for attempt in range(STATE_RETRIES):
-            session = await self._writable(log_id)
+        deadline = time.monotonic() + IN_USE_WAIT_S
+        attempt = 0
+        while True:
+            try:
+                session = await self._writable(log_id)
+            except SessionInUse:  # another process is writing a delta now: its write is short
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.01)
+                continue
             session.append(STATE_RECORD, record, ignorable=True)
             try:
                 await self._store.flush(session)
-                return
             except (SessionConflict, SessionNotFound):  # another writer first; or deleted, detached
                 del self._live[log_id]
                 with contextlib.suppress(SessionNotFound):
                     await self._store.discard(session)
-                if attempt == STATE_RETRIES - 1:
+                attempt += 1
+                if attempt == STATE_RETRIES:
                     raise
+                continue
+            # Shared by every session of the app or user, in every process: held no longer
+            # than one write, so that other processes can write their deltas too.
+            del self._live[log_id]
+            await self._store.release(session)
+            return
 
     async def forget(self) -> None:
         """Release every shared log this service holds live (before the store closes)."""

@@ -37,6 +37,7 @@ from harness.errors import (
     LangGraphThreadExists,
     NotALangGraphThread,
     SessionExists,
+    SessionInUse,
     SessionNotFound,
     StorageError,
     WriteRefused,
@@ -115,7 +116,8 @@ class SaverCore:
                 index = await self._open(thread_id, create)
                 if index is None:
                     return None
-                self._threads[thread_id] = index
+                if index.owned:
+                    self._threads[thread_id] = index
         index.catch_up()
         return index
 
@@ -124,6 +126,14 @@ class SaverCore:
         for _ in range(2):
             try:
                 session = await self.store.load(session_id)
+            except SessionInUse:
+                if create:
+                    raise  # another live writer owns the thread: a write must wait for it
+                # A read while another writer owns it: the stored thread, read afresh each time.
+                index = ThreadIndex(await self.store.inspect(session_id), self.serde, self.linear)
+                index.owned = False
+                index.catch_up()
+                return index
             except SessionNotFound:
                 if not create:
                     return None

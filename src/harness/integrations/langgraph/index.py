@@ -102,6 +102,7 @@ class ThreadIndex:
     linear: LinearMode = "identity"
     thread_id: str | None = None
     indexed: int = 0
+    owned: bool = True  # False: a read-only view of a thread another live writer owns
     checkpoints: dict[str, dict[str, CheckpointRecord]] = field(default_factory=dict)
     latest: dict[str, str] = field(default_factory=dict)
     blobs: dict[tuple[str, str, Any], int] = field(default_factory=dict)

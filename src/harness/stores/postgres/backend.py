@@ -561,7 +561,8 @@ class PostgresBackend:
                 owner=holder,
                 expires_at=None if expires is None else int(expires),
             )
-        self._leases.forget(session_id)
+        if outcome == "deleted":
+            self._leases.forget(session_id)  # the transaction expired the row with the session
         if self._pending.pop(session_id, None) is None and outcome == "missing":
             raise SessionNotFound(f"no session {session_id!r}")
 

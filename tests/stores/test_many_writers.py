@@ -1,0 +1,239 @@
+"""Many writers on few sessions, with SIGKILLs and takeovers: one linear history each.
+
+Four worker processes (``many_writers.py``) load or create random sessions out of eight, some
+with ``take_over``, and run turns in them; the test SIGKILLs a random worker every 0.2–1 s and
+starts another. Then a fresh store loads every session and checks, against the journals:
+
+* it loads, and its turns are closed (no turn left open, no tool call without a result);
+* one linear history: each ownership's events form one unbroken run (no event of a writer
+  after another took over from it, no fork), and no event twice;
+* every flush that returned is in it, in order;
+* every crash repair closed the turn of a writer that was killed (``owner-gone``) or taken
+  over (``taken-over``), and its ``harness/repair`` record names that writer's pid.
+
+``HARNESS_TORTURE_S`` sets the seconds of writing per backend (default 12). The counts are
+printed (``-s``) and added to the suite's closing line (``many-writer …``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness
+from harness.errors import SessionInUse
+from harness.events.event import Event
+from harness.stores.store import SessionStore
+from tests.stores.faults.counts import COUNTS
+from tests.stores.many_writers import WORK, open_backend
+from tests.stores.pg import fresh_schema, run, server_up
+
+WORKERS = 4
+SESSIONS = [f"s{i}" for i in range(8)]
+SECONDS = float(os.environ.get("HARNESS_TORTURE_S", "12"))
+PG_TTL = 1.5
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["jsonl-none", "jsonl-zstd", "sqlite", "dsh-sqlite", "postgres"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    kind = request.param
+    if kind.startswith("jsonl"):
+        yield f"jsonl:{kind.removeprefix('jsonl-')}:{tmp_path / 'root'}"
+    elif kind == "sqlite":
+        yield f"sqlite:{tmp_path / 'sessions.db'}"
+    elif kind == "dsh-sqlite":
+        yield f"dsh:{tmp_path / 'dsh.sqlite'}"
+    else:
+        from tests.stores.pg import server_dsn
+
+        if not server_up():
+            server_dsn()  # skips, or fails under CI=true
+        for schema in fresh_schema():
+            yield f"postgres:{schema.name}:{PG_TTL}:{schema.dsn}"
+
+
+def spawn(spec: str, journal: Path, seed: int, seconds: float) -> subprocess.Popen[bytes]:
+    args = [spec, str(journal), str(seed), f"{seconds:.2f}", *SESSIONS]
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.stores.many_writers", *args],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def drive(spec: str, journals: Path, rng: random.Random) -> dict[int, float]:
+    """Run the workers for ``SECONDS``, killing one at random now and then; the kill times."""
+    journals.mkdir()
+    start = time.monotonic()
+    live: list[subprocess.Popen[bytes]] = []
+    done: list[subprocess.Popen[bytes]] = []
+    killed: dict[int, float] = {}
+    seed = 0
+
+    def start_one() -> None:
+        nonlocal seed
+        seed += 1
+        left = SECONDS - (time.monotonic() - start)
+        live.append(spawn(spec, journals / f"w{seed}.jsonl", rng.randrange(1 << 30) + seed, left))
+
+    for _ in range(WORKERS):
+        start_one()
+    next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
+    while time.monotonic() - start < SECONDS:
+        time.sleep(0.02)
+        if time.monotonic() >= next_kill and live:
+            victim = live.pop(rng.randrange(len(live)))
+            victim.send_signal(signal.SIGKILL)
+            killed[victim.pid] = time.time()
+            victim.wait()
+            if SECONDS - (time.monotonic() - start) > 1.0:
+                start_one()
+            next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
+    for worker in live:
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err.decode(errors="replace")[-3000:]
+        done.append(worker)
+    return killed
+
+
+def read_journals(journals: Path) -> list[dict[str, Any]]:
+    records = []
+    for path in journals.iterdir():
+        for line in path.read_text().splitlines():
+            records.append(json.loads(line))
+    return sorted(records, key=lambda r: r["t"])
+
+
+def episode_of(event: Event) -> str | None:
+    """The episode (``pid-count``) an event was written in, for the events that say."""
+    data = event.data
+    if event.type == WORK:
+        return str(data["k"])
+    if event.type == "user/message":
+        text = data["content"][0]["text"]
+        return text.removeprefix("task ") if text.startswith("task ") else None
+    if event.type == "tool/call":
+        return "-".join(str(data["callId"]).split("-")[1:3])
+    return None
+
+
+def check_session(
+    events: list[Event], sid: str, records: list[dict[str, Any]], killed: dict[int, float]
+) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    assert [event.seq for event in events] == list(range(len(events)))
+    # One linear history: each episode's events form one run.
+    finished: set[str] = set()
+    current: str | None = None
+    for event in events:
+        k = episode_of(event)
+        if k is None or k == current:
+            continue
+        assert k not in finished, f"{sid}: episode {k} wrote again at seq {event.seq} after another's events"
+        if current is not None:
+            finished.add(current)
+        current = k
+    # Every returned flush is stored, in order, once.
+    work: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        if event.type == WORK:
+            work[str(event.data["k"])].append(int(event.data["n"]))
+    for k, ns in work.items():
+        assert ns == list(range(1, len(ns) + 1)), f"{sid}: episode {k} holds {ns}"
+    upto: dict[str, int] = {}
+    for record in records:
+        if record["e"] == "flushed" and record["s"] == sid:
+            upto[record["k"]] = max(upto.get(record["k"], 0), record["upto"])
+            counts["flushes"] += 1
+    for k, n in upto.items():
+        assert len(work.get(k, [])) >= n, f"{sid}: episode {k} flushed up to {n}, stored {work.get(k)}"
+    # Crash repairs: each closes the turn of a writer that was killed or taken over.
+    takers = {r["k"]: r for r in records if r["e"] == "own" and r["s"] == sid}
+    fenced = {r["k"] for r in records if r["e"] == "lost" and r["s"] == sid}
+    for index, event in enumerate(events):
+        if event.type != "harness/repair":
+            continue
+        counts["repairs"] += 1
+        note = event.data
+        opened = max(i for i in range(index) if events[i].type == "turn/start")
+        owner_k = next(k for k in map(episode_of, events[opened:index]) if k is not None)
+        pid = int(owner_k.split("-")[0])
+        assert note["closedTurn"] == events[opened].data["turn"]
+        # The turn's writer died or was fenced off; the record names the last owner before the
+        # repairer (the turn's writer, or an owner that was itself cut short before writing).
+        assert pid in killed or owner_k in fenced, f"{sid}: a live writer's turn repaired at {event.seq}"
+        previous = note["previousOwner"]
+        if note["reason"] == "owner-gone":
+            assert previous is None or previous["pid"] in killed, (sid, note)
+            counts["repairs of killed writers"] += 1
+        else:
+            assert note["reason"] == "taken-over", note
+            repairer = note["repairedBy"]["pid"]
+            assert any(r["take"] and r["pid"] == repairer for r in takers.values()), note
+            counts["repairs of taken-over writers"] += 1
+        types = [e.type for e in events[opened:index]]
+        assert types[-1] == "turn/end" and events[index - 1].data["reason"]["kind"] == "interrupted"
+    # Nothing left open, every call answered.
+    assert harness.repair_closers(events) == []
+    calls = {e.data["callId"] for e in events if e.type == "tool/call"}
+    answered = {e.data["message"]["source"]["callId"] for e in events if e.type == "tool/result"}
+    assert calls <= answered, f"{sid}: calls without a result {calls - answered}"
+    return counts
+
+
+def test_many_writers_keep_one_linear_history(spec: str, tmp_path: Path) -> None:
+    rng = random.Random(f"many-writers-{spec.split(':')[0]}-{spec.split(':')[1]}")
+    killed = drive(spec, tmp_path / "journals", rng)
+    records = read_journals(tmp_path / "journals")
+    counts: Counter[str] = Counter(kills=len(killed))
+    for record in records:
+        names = {
+            "attempt": "attempts",
+            "refused": "SessionInUse refusals",
+            "lost": "fenced writers",
+            "lost-loading": "taken over while loading",
+        }
+        counts[names.get(record["e"], "")] += 1
+        if record["e"] == "own" and record["take"]:
+            counts["takeovers"] += 1
+    del counts[""]
+
+    async def verify() -> None:
+        store = SessionStore(open_backend(spec))
+        try:
+            for sid in SESSIONS:
+                deadline = time.monotonic() + 4 * PG_TTL + 10
+                while True:
+                    try:
+                        session = await store.load(sid)  # a killed owner's lease runs out first
+                        break
+                    except SessionInUse:
+                        assert time.monotonic() < deadline, f"{sid} stays in use after every writer ended"
+                        await asyncio.sleep(0.2)
+                stored = list(session.events)[: session.first_live_seq]
+                counts.update(check_session(stored, sid, records, killed))
+                await store.release(session)
+        finally:
+            await store.close()
+
+    run(verify())
+    assert counts["attempts"] > 50 and counts["kills"] >= 3 and counts["flushes"] > 50, counts
+    assert counts["takeovers"] > 0 and counts["SessionInUse refusals"] > 0, counts
+    assert counts["repairs"] > 0, counts
+    COUNTS.update({f"many-writer {name}": value for name, value in counts.items()})
+    label = spec.split(":")[0] + (f" {spec.split(':')[1]}" if spec.startswith("jsonl") else "")
+    print(f"\nmany writers on {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
