@@ -413,13 +413,19 @@ class LeaseHeld(SessionInUse, WriteRefused):
         self,
         message: str,
         *,
-        owner: str | None = None,
+        holder: str | None = None,
         expires_at: int | None = None,
         session_id: str | None = None,
     ) -> None:
-        super().__init__(message, owner=_owner_from_text(owner), session_id=session_id)
-        self.holder = owner
+        super().__init__(message, owner=_owner_from_text(holder), session_id=session_id)
+        self.holder = holder
         self.expires_at = expires_at
+
+    @staticmethod
+    def describe(holder: str | None) -> str:
+        """A lease row's owner text for people: the owner record described, else the text."""
+        owner = _owner_from_text(holder)
+        return owner.describe() if owner is not None else repr(holder)
 
 
 def _owner_from_text(text: str | None) -> SessionOwner | None:

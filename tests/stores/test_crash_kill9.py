@@ -5,6 +5,11 @@ the stored log validates, it contains every event a returned flush covered, the
 events committed before are unchanged (nothing is ever rewritten), and every event
 is one the child really appended (its content is a function of its turn number).
 The next child loads the session (committing repair closers) and goes on.
+
+On PostgreSQL a killed writer's lease outlives it until its TTL runs out (the file backends'
+locks die with their process): the next child loads with ``take_over=True``, which fences it
+off at once, and one that must create the session again (its predecessor died before its
+first write) waits for that lease to expire (``lease_ttl_s=1.0``).
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ def sqlite_factory(root: Path) -> Backend:
     return SqliteBackend(root / "sessions.db")
 
 
+PG_LEASE_TTL_S = 1.0
+"""How long a killed postgres writer's lease keeps its session (a ``create`` after it waits)."""
 PG_SCHEMA: list[tuple[str, str]] = []
 """The PostgreSQL server and fresh schema of the running postgres loop (inherited by the forked writers)."""
 
@@ -57,7 +64,9 @@ def postgres_factory(root: Path) -> Backend:
     from tests.stores.pg import app_name
 
     dsn, schema = PG_SCHEMA[-1]
-    return PostgresBackend(dsn, schema=schema, application_name=app_name(schema), min_size=1)
+    return PostgresBackend(
+        dsn, schema=schema, application_name=app_name(schema), min_size=1, lease_ttl_s=PG_LEASE_TTL_S
+    )
 
 
 BACKENDS: dict[str, Callable[[Path], Backend]] = {
@@ -111,10 +120,24 @@ def check_event(event: dict[str, Any]) -> None:
 TURNS_PER_RUN = 12
 
 
+async def open_session(store: SessionStore, first_run: bool, *, leased: bool) -> harness.Session:
+    """Create the session on the first run, else load it. ``leased`` (PostgreSQL): the killed
+    writer's lease is live until its TTL runs out; a load takes it over, a create waits."""
+    if not first_run:
+        return await store.load(SESSION_ID, take_over=leased)
+    while True:
+        try:
+            return await store.create(id=SESSION_ID)
+        except harness.errors.SessionInUse:
+            if not leased:
+                raise  # a file backend's lock died with its process: nobody may own it now
+            await asyncio.sleep(0.05)
+
+
 def child(make: Callable[[Path], Backend], root: Path, write_fd: int, first_run: bool) -> None:
     async def main() -> None:
         store = SessionStore(make(root), write_window_s=0.001)
-        session = await (store.create(id=SESSION_ID) if first_run else store.load(SESSION_ID))
+        session = await open_session(store, first_run, leased=make is postgres_factory)
         turn = sum(1 for e in session.events if e.type == "turn/start")
         os.write(write_fd, b"ready\n")
         for _ in range(TURNS_PER_RUN):

@@ -1,6 +1,15 @@
-"""Fenced leases on ``PostgresBackend`` and through ``SessionStore``: tokens only grow, a live
-lease blocks other owners, a takeover or an expiry fences the old holder off inside its append
-transaction (its flush raises ``LeaseLost`` and its events stay queued), renewal keeps a lease."""
+"""Fenced leases on ``PostgresBackend``, and the ownership ``SessionStore`` takes through them.
+
+Backend level (``acquire``/``release``/``lease``): tokens only grow, a live lease blocks other
+owners (``LeaseHeld``, ``.holder`` its owner text), an unleased append is refused while a lease
+is live, renewal keeps a lease beyond its TTL and a lost lease is not renewed back.
+
+Store level (``create``/``load`` take the session's lease, ``release``/``discard``/``close``
+give it up): a second store's ``load`` is refused with ``SessionInUse``; ``load(take_over=True)``
+or an expiry fences the old holder off inside its append transaction (its flush, foreground or
+background, raises ``LeaseLost`` and its events stay queued; to go on it discards and loads
+again); ``close`` releases at once; ``load`` repairs a session another writer owns only after
+taking it over."""
 
 from __future__ import annotations
 
@@ -10,7 +19,8 @@ from collections.abc import Iterator
 import pytest
 
 import harness
-from harness.errors import LeaseHeld, LeaseLost, SessionConflict, StorageError
+from harness.errors import LeaseHeld, LeaseLost, SessionConflict, SessionInUse, StorageError
+from harness.events.json import loads
 from harness.stores.leases import Lease
 from harness.stores.memory import MemoryBackend
 from harness.stores.postgres import PostgresBackend
@@ -49,7 +59,8 @@ def test_tokens_only_grow_and_a_live_lease_is_held(pg: PgSchema) -> None:
             assert a.lease("s1") == first
             with pytest.raises(LeaseHeld, match="worker-a") as held:
                 await b.acquire("s1", "worker-b", 30)
-            assert held.value.owner == "worker-a" and held.value.expires_at == first.expires_at
+            assert held.value.holder == "worker-a" and held.value.expires_at == first.expires_at
+            assert isinstance(held.value, SessionInUse) and held.value.owner is None  # a plain name
             await a.release("s1")
             assert a.lease("s1") is None
             second = await b.acquire("s1", "worker-b", 30)  # released: free at once
@@ -80,25 +91,33 @@ def test_a_takeover_fences_the_old_holder_and_keeps_its_events_in_memory(pg: PgS
     async def go() -> None:
         old = SessionStore(pg.backend(), write_window_s=3600)
         new = SessionStore(pg.backend(), write_window_s=3600)
+        reader = SessionStore(pg.backend())
         try:
-            await old.acquire("s1", "old", 30)
-            session = await old.create(id="s1")
+            session = await old.create(id="s1")  # owned: the session's lease, token 1
             one_turn(session)
             await old.flush(session)
             committed = len(session.events)
+            mine = await old.owner("s1")
+            assert mine is not None and (mine.store, mine.token) == (old.store_id, 1)
 
-            lease = await new.acquire("s1", "new", 30, takeover=True)
-            assert lease.token == 2
+            with pytest.raises(SessionInUse) as in_use:
+                await new.load("s1")  # a live owner: refused, nothing taken
+            assert in_use.value.owner is not None and in_use.value.owner.store == old.store_id
+            taken = await new.load("s1", take_over=True)
+            owner = await new.owner("s1")
+            assert owner is not None and (owner.store, owner.token) == (new.store_id, 2)
+            assert owner.took_over is not None and owner.took_over.store == old.store_id
             one_turn(session, 2)  # the old holder goes on, unaware
             with pytest.raises(LeaseLost, match="token 1") as lost:
                 await old.flush(session)
             assert lost.value.token == 1
+            by = lost.value.by  # who took over
+            assert by is not None and (by.store, by.token) == (new.store_id, 2)
             assert old.pending(session) == len(session.events) - committed  # nothing dropped
             assert len(session.events) > committed
             assert await new.backend.stored_length("s1") == committed  # nothing written
 
             # The new holder continues from exactly the committed prefix.
-            taken = await new.load("s1")
             assert wire(taken)[:committed] == wire(session)[:committed]
             one_turn(taken, 2)
             await new.flush(taken)
@@ -107,9 +126,10 @@ def test_a_takeover_fences_the_old_holder_and_keeps_its_events_in_memory(pg: PgS
             with pytest.raises(LeaseLost):
                 await old.flush(session)
             assert old.pending(session) > 0
-            stored = await SessionStore(pg.backend()).inspect("s1")
+            stored = await reader.inspect("s1")
             assert wire(stored)[: len(taken.events)] == wire(taken)
         finally:
+            await reader.close()
             await new.close()
             with pytest.raises(LeaseLost):
                 await old.close()  # its final flush is still refused
@@ -121,19 +141,31 @@ def test_an_expired_lease_cannot_write_even_if_nobody_took_over(pg: PgSchema) ->
     async def go() -> None:
         store = SessionStore(pg.backend(), write_window_s=3600)
         try:
-            await store.acquire("s1", "me", 30)
             session = await store.create(id="s1")
-            session.append("turn/start", {"turn": 1})
+            one_turn(session)
             await store.flush(session)
+            committed = len(session.events)
             expire_now(pg, "s1")
-            session.append("step/start", {"turn": 1, "step": 1})
-            with pytest.raises(LeaseLost):
+            assert await store.owner("s1") is None  # expired: nobody owns it now
+            session.append("turn/start", {"turn": 2})
+            with pytest.raises(LeaseLost) as lost:
                 await store.flush(session)
+            assert lost.value.token == 1 and lost.value.by is None  # expired, not taken over
             assert store.pending(session) == 1
-            await store.acquire("s1", "me", 30)  # a new token: writing resumes where it stopped
-            await store.flush(session)
-            assert store.pending(session) == 0
-            assert await store.backend.stored_length("s1") == 2
+            assert await store.backend.stored_length("s1") == committed  # nothing written
+            with pytest.raises(LeaseLost):
+                await store.flush(session)  # the expired lease stays lost
+            # To go on, the writer drops what it could not write and loads again (a new token).
+            unwritten = await store.discard(session)
+            assert [event.type for event in unwritten] == ["turn/start"]
+            again = await store.load("s1")
+            owner = await store.owner("s1")
+            assert owner is not None and (owner.store, owner.token) == (store.store_id, 2)
+            assert wire(again)[:committed] == wire(session)[:committed]
+            one_turn(again, 2)
+            await store.flush(again)
+            assert store.pending(again) == 0
+            assert await store.backend.stored_length("s1") == len(again.events)
         finally:
             await store.close()
 
@@ -143,25 +175,25 @@ def test_an_expired_lease_cannot_write_even_if_nobody_took_over(pg: PgSchema) ->
 def test_a_background_write_refused_for_lease_loss_keeps_its_batch(pg: PgSchema) -> None:
     async def go() -> None:
         store = SessionStore(pg.backend(), write_window_s=0.01)
-        other = pg.backend()
+        thief = SessionStore(pg.backend(), write_window_s=3600)
         try:
-            await store.acquire("s1", "me", 30)
             session = await store.create(id="s1")
-            session.append("turn/start", {"turn": 1})
+            one_turn(session)
             await store.flush(session)
-            await other.acquire("s1", "thief", 30, takeover=True)
-            session.append("step/start", {"turn": 1, "step": 1})
+            committed = len(session.events)
+            await thief.load("s1", take_over=True)  # nothing to repair: it writes nothing yet
+            session.append("turn/start", {"turn": 2})
             for _ in range(200):  # the window expires and the background write is refused
                 await asyncio.sleep(0.01)
-                if await other.stored_length("s1") == 1 and store.pending(session) == 1:
+                if await thief.backend.stored_length("s1") == committed and store.pending(session) == 1:
                     writer = store._live_of(session).writer
                     if isinstance(writer.last_error, LeaseLost):
                         break
             assert isinstance(store._live_of(session).writer.last_error, LeaseLost)
             assert store.pending(session) == 1
-            assert await other.stored_length("s1") == 1
+            assert await thief.backend.stored_length("s1") == committed
         finally:
-            await other.close()
+            await thief.close()
             with pytest.raises(LeaseLost):
                 await store.close()
 
@@ -176,7 +208,7 @@ def test_an_unleased_writer_is_refused_while_a_lease_is_live(pg: PgSchema) -> No
             await holder.append("s1", [chunk(0)])
             with pytest.raises(LeaseHeld, match="holder") as held:
                 await outsider.append("s1", [chunk(1)])
-            assert held.value.owner == "holder"
+            assert held.value.holder == "holder"
             await holder.release("s1")
             await outsider.append("s1", [chunk(1)])  # no live lease: the seq check alone guards
             assert await outsider.stored_length("s1") == 2
@@ -219,44 +251,64 @@ def test_a_lost_lease_is_not_renewed_back(pg: PgSchema) -> None:
 def test_close_releases_held_leases(pg: PgSchema) -> None:
     async def go() -> None:
         store = SessionStore(pg.backend())
-        await store.acquire("s1", "first", 30)
-        await store.close()
-        async with pg.opened() as other:
-            assert (await other.acquire("s1", "second", 30)).token == 2  # no wait, no takeover
+        other = SessionStore(pg.backend())
+        try:
+            session = await store.create(id="s1")
+            one_turn(session)
+            await store.flush(session)
+            owner = await other.owner("s1")
+            assert owner is not None and (owner.store, owner.token) == (store.store_id, 1)
+            await store.close()
+            assert await other.owner("s1") is None
+            await other.load("s1")  # no wait, no takeover
+            owner = await other.owner("s1")
+            assert owner is not None and (owner.store, owner.token) == (other.store_id, 2)
+            assert owner.took_over is None
+        finally:
+            await other.close()
+            await store.close()
 
     run(go())
 
 
-def test_load_repairs_under_the_lease(pg: PgSchema) -> None:
+def test_load_repairs_only_after_take_over(pg: PgSchema) -> None:
     async def go() -> None:
         writer = SessionStore(pg.backend())
-        await writer.acquire("s1", "crashed", 30)
-        session = await writer.create(id="s1")
-        one_turn(session, close=False)  # left open by a crash
-        await writer.flush(session)
-        await writer.backend.close()  # (its lease is released with it)
-
-        thief = pg.backend()
-        await thief.acquire("s1", "thief", 30)
         loader = SessionStore(pg.backend())
-        with pytest.raises(LeaseHeld):
-            await loader.load("s1")  # its repair closers would write under another's lease
-        await loader.acquire("s1", "loader", 30, takeover=True)
-        loaded = await loader.load("s1")
-        assert harness.repair_closers(list(loaded.events)) == []
-        await loader.close()
-        await thief.close()
+        try:
+            session = await writer.create(id="s1")
+            one_turn(session, close=False)  # its turn is open: the writer is still at work
+            await writer.flush(session)
+            stored = len(session.events)
+
+            with pytest.raises(SessionInUse) as in_use:
+                await loader.load("s1")  # its repair closers would write under another's lease
+            assert in_use.value.owner is not None and in_use.value.owner.store == writer.store_id
+            assert await loader.backend.stored_length("s1") == stored  # nothing written
+
+            loaded = await loader.load("s1", take_over=True)
+            assert harness.repair_closers(list(loaded.events)) == []
+            assert await loader.backend.stored_length("s1") > stored  # the closers are committed
+            notes = [event for event in loaded.events if event.type == "harness/repair"]
+            assert len(notes) == 1
+            note = loads(notes[0].encode())["data"]
+            assert note["reason"] == "taken-over" and note["previousOwner"]["store"] == writer.store_id
+            session.append("plugin/late", {"after": "take-over"}, ignorable=True)
+            with pytest.raises(LeaseLost):
+                await writer.flush(session)  # the fenced writer writes nothing more
+            # Nothing of the fenced writer's: what is stored is the loaded session but its end-seed.
+            assert await loader.backend.stored_length("s1") == len(loaded.events) - 1
+        finally:
+            await loader.close()
+            with pytest.raises(LeaseLost):
+                await writer.close()
 
     run(go())
 
 
-def test_stores_without_leases_or_tails_say_so() -> None:
+def test_stores_without_tails_say_so() -> None:
     async def go() -> None:
         store = SessionStore(MemoryBackend())
-        with pytest.raises(StorageError, match="has no leases"):
-            await store.acquire("s1", "me", 10)
-        with pytest.raises(StorageError, match="has no leases"):
-            await store.release_lease("s1")
         with pytest.raises(StorageError, match="cannot tail"):
             store.tail("s1")
         await store.close()

@@ -1,12 +1,18 @@
 """Real worker processes sharing one session through PostgreSQL leases.
 
-* Two processes race for one session, round after round: each takes the lease,
-  loads the session, writes a few flushed batches, checks that the lease row still
-  names it with its token (nobody held it meanwhile), and releases. The final log
-  has every seq once, each holding's events contiguous, and holdings ordered by
-  token.
-* A holder is killed with SIGKILL mid-run; the other process waits for its lease to
-  expire (no takeover), loads the exact committed prefix and continues it.
+``SessionStore.create``/``load`` make a store the session's owner by taking its fenced lease
+(the owner record as the lease row's owner, as JSON); ``release`` gives it up.
+
+* Two processes race for one session, round after round: each loads it (or creates it
+  when none is stored), retrying while the other owns it (``SessionInUse``), writes a
+  few flushed batches, checks that the lease row still names its store with its token
+  (nobody held it meanwhile), and releases. The final log has every seq once, each
+  holding's events contiguous, holdings ordered by token, and every token the lease
+  table handed out accounted for (a holding, or a claim given back because the
+  session was not stored yet or was stored meanwhile).
+* A holder is killed with SIGKILL mid-run; the other process retries its ``load``
+  while refused (no takeover) until the dead holder's lease expires, then loads the
+  exact committed prefix and continues it with the next token.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from harness.errors import LeaseHeld, SessionNotFound
+from harness.errors import SessionExists, SessionInUse, SessionNotFound, SessionOwner
 from harness.events.json import loads
 from harness.session.session import Session
 from harness.stores.postgres import PostgresBackend
+from harness.stores.postgres.codec import from_db_text
 from harness.stores.store import SessionStore
 from tests.stores.pg import PgSchema, app_name, fresh_schema, run, server_dsn
 
@@ -43,25 +50,35 @@ def pg() -> Iterator[PgSchema]:
     yield from fresh_schema()
 
 
-def backend(dsn: str, schema: str) -> PostgresBackend:
-    return PostgresBackend(dsn, schema=schema, application_name=app_name(schema), min_size=1)
+def backend(dsn: str, schema: str, **options: Any) -> PostgresBackend:
+    return PostgresBackend(dsn, schema=schema, application_name=app_name(schema), min_size=1, **options)
 
 
-async def acquire_patiently(store: SessionStore, owner: str, ttl: float, refused: list[int]) -> int:
-    """Acquire without takeover, retrying while another holds it (counting the refusals)."""
+async def open_patiently(store: SessionStore, refused: list[int], given_back: list[int]) -> Session:
+    """Load the session, or create it when none is stored, retrying while another store owns
+    it (counting the refusals). A claim that succeeded but found no session to load, or found
+    one stored meanwhile to create, is given back (counted: its token is spent)."""
     while True:
         try:
-            return (await store.acquire(SID, owner, ttl)).token
-        except LeaseHeld:
+            try:
+                return await store.load(SID)
+            except SessionNotFound:
+                given_back.append(1)
+            try:
+                return await store.create(id=SID)
+            except SessionExists:
+                given_back.append(1)  # the other created it between our load and create
+        except SessionInUse:
             refused.append(1)
             await asyncio.sleep(0.005)
 
 
-async def open_session(store: SessionStore) -> Session:
-    try:
-        return await store.load(SID)
-    except SessionNotFound:
-        return await store.create(id=SID)
+async def owner_token(store: SessionStore) -> int:
+    """The fencing token of the lease this store holds on the session (it must own it)."""
+    owner = await store.owner(SID)
+    assert owner is not None and owner.store == store.store_id, owner
+    assert owner.token is not None
+    return owner.token
 
 
 def write_batch(session: Session, **tags: Any) -> None:
@@ -69,8 +86,10 @@ def write_batch(session: Session, **tags: Any) -> None:
         session.append("plugin/race", {**tags, "i": index}, ignorable=True)
 
 
-def lease_row(dsn: str, schema: str) -> tuple[str, int]:
-    """The lease row as the database has it now (read on a connection of its own)."""
+def lease_row(dsn: str, schema: str) -> tuple[SessionOwner | None, int]:
+    """The lease row as the database has it now (read on a connection of its own): the owner
+    record its owner text holds (``None`` when it is not one) and its token. The owner column,
+    like every text key column, holds its string's JSON body (``codec.db_text``)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
             sql.SQL("SELECT owner, token FROM {}.leases WHERE session_id = %s").format(
@@ -79,31 +98,36 @@ def lease_row(dsn: str, schema: str) -> tuple[str, int]:
             (SID,),
         ).fetchone()
     assert row is not None
-    return str(row[0]), int(str(row[1]))
+    try:
+        record = SessionOwner.from_json(loads(from_db_text(str(row[0]))))
+    except ValueError:
+        record = None
+    return record, int(str(row[1]))
 
 
 async def racer(dsn: str, schema: str, worker: int, results: Any, start: Any) -> None:
     store = SessionStore(backend(dsn, schema), write_window_s=3600)
-    owner = f"worker-{worker}"
     refused: list[int] = []
+    given_back: list[int] = []
     await store.list()  # connected and migrated before the race starts
     start.wait()
     try:
         for round_ in range(ROUNDS):
-            token = await acquire_patiently(store, owner, 10.0, refused)
-            session = await open_session(store)
+            session = await open_patiently(store, refused, given_back)
+            token = await owner_token(store)
             first = len(session.events)
             for batch in range(BATCHES):
                 write_batch(session, worker=worker, round=round_, batch=batch, token=token)
                 await store.flush(session)
                 await asyncio.sleep(0.002)  # let the other process try to get in
             last = len(session.events) - 1
-            assert lease_row(dsn, schema) == (owner, token), "someone else held the lease meanwhile"
+            record, row_token = lease_row(dsn, schema)
+            mine = record is not None and record.store == store.store_id and row_token == token
+            assert mine, "someone else held the lease meanwhile"
             await store.release(session)
-            await store.release_lease(SID)
             results.put((worker, round_, token, first, last))
             await asyncio.sleep(0.01)  # give the other worker its chance
-        results.put(("refused", worker, len(refused)))
+        results.put(("refused", worker, len(refused), len(given_back)))
     finally:
         await store.close()
 
@@ -126,7 +150,9 @@ def test_two_processes_race_for_one_session(pg: PgSchema) -> None:
         assert process.exitcode == 0
     reports = [results.get(timeout=5) for _ in range(2 * ROUNDS + 2)]
     holdings = [r for r in reports if r[0] != "refused"]
-    assert sum(r[2] for r in reports if r[0] == "refused") > 0  # they did contend for the lease
+    counts = [r for r in reports if r[0] == "refused"]
+    assert sum(r[2] for r in counts) > 0  # they did contend for the lease
+    given_back = sum(r[3] for r in counts)
 
     store = SessionStore(pg.backend())
     restored = run(store.inspect(SID))
@@ -139,7 +165,13 @@ def test_two_processes_race_for_one_session(pg: PgSchema) -> None:
             blocks[(event["data"]["worker"], event["data"]["round"])].append(event["seq"])
     assert set(blocks) == {(w, r) for w in range(2) for r in range(ROUNDS)}
     by_token = sorted(holdings, key=lambda h: h[2])
-    assert [h[2] for h in by_token] == list(range(1, 2 * ROUNDS + 1))  # one token per holding
+    tokens = [h[2] for h in by_token]
+    assert len(set(tokens)) == 2 * ROUNDS  # one token per holding
+    # Every token handed out is a holding's or a claim given back: nobody else held the lease.
+    assert tokens[-1] == 2 * ROUNDS + given_back
+    # Only before the first holding is stored: each worker's load can find nothing once, and
+    # one of them (not both) can then lose the create to the other.
+    assert given_back <= 3
     previous_end = -1
     for worker, round_, token, first, last in by_token:
         seqs = blocks[(worker, round_)]
@@ -156,9 +188,9 @@ TTL = 1.0
 
 
 async def doomed(dsn: str, schema: str, report: Any) -> None:
-    store = SessionStore(backend(dsn, schema), write_window_s=3600)
-    token = (await store.acquire(SID, "doomed", TTL)).token
+    store = SessionStore(backend(dsn, schema, lease_ttl_s=TTL), write_window_s=3600)
     session = await store.create(id=SID)
+    token = await owner_token(store)
     report.put(("holding", token))
     batch = 0
     while True:
@@ -179,8 +211,14 @@ async def heir(dsn: str, schema: str, report: Any) -> None:
     try:
         await store.list()  # connected
         report.put(("ready",))
-        token = await acquire_patiently(store, "heir", 10.0, refused)
-        session = await store.load(SID)
+        while True:  # no takeover: refused while the holder's lease is live
+            try:
+                session = await store.load(SID)
+                break
+            except SessionInUse:
+                refused.append(1)
+                await asyncio.sleep(0.005)
+        token = await owner_token(store)
         report.put(
             ("loaded", token, session.first_live_seq, [e.encode() for e in session.events], len(refused))
         )

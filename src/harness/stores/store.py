@@ -388,6 +388,8 @@ class SessionStore:
             if _open_turn(live.session):
                 raise StorageError(f"session {session_id!r} is live in this store with an open turn")
             return live.session
+        if take_over:
+            await self._backend.stored_length(session_id)  # nothing to take over: SessionNotFound
         claim = await self._claim(session_id, take_over)
         try:
             note = owner_gone_note(claim)
@@ -452,8 +454,8 @@ class SessionStore:
         Forks: a fork holds its own copy of what it inherited, so deleting its parent loses
         none of the fork's events, but the parent's later history and the fork's lineage link
         go. So a session that stored forks name as parent is refused (``SessionHasForks``,
-        nothing deleted) unless ``orphan_forks`` is true. PostgreSQL refuses with
-        ``LeaseHeld`` while another owner holds a live lease on the session. A search index
+        nothing deleted) unless ``orphan_forks`` is true. The delete takes ownership first:
+        ``SessionInUse`` (nothing deleted) while another live writer owns it. A search index
         is the caller's: its next catch-up drops the session (``SearchIndex.forget`` at once).
         """
         self._check_open()

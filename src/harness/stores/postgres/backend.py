@@ -556,9 +556,9 @@ class PostgresBackend:
         if outcome == "held":
             holder = codec.from_db_text(owner) if isinstance(owner, str) else None
             raise LeaseHeld(
-                f"session {session_id!r} is leased by {holder!r}: it cannot be deleted until the lease "
-                "expires or is released",
-                owner=holder,
+                f"session {session_id!r} is leased by {LeaseHeld.describe(holder)}: it cannot be deleted "
+                "until the lease expires or is released",
+                holder=holder,
                 expires_at=None if expires is None else int(expires),
             )
         if outcome == "deleted":

@@ -87,8 +87,8 @@ def translate(
         if state == LEASE_HELD:
             owner = from_db_text(diag.message_detail) if diag.message_detail else None
             return LeaseHeld(
-                f"{label} is leased by {owner!r}: acquire the lease before writing",
-                owner=owner,
+                f"{label} is leased by {LeaseHeld.describe(owner)}: acquire the lease before writing",
+                holder=owner,
                 expires_at=_int(diag.message_hint),
             )
     # PostgreSQL's CONTEXT lines (the statement, the PL/pgSQL line) are folded into one line.

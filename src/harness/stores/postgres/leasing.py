@@ -86,9 +86,10 @@ class LeaseKeeper:
             holder = from_db_text(got[0]) if got is not None and isinstance(got[0], str) else None
             expires = got[1] if got is not None else None
             raise LeaseHeld(
-                f"session {session_id!r} is leased by {holder!r} until {expires} (epoch ms, server clock); "
+                f"session {session_id!r} is leased by {LeaseHeld.describe(holder)} until {expires} "
+                "(epoch ms, server clock); "
                 "wait for it to expire or take it over",
-                owner=holder,
+                holder=holder,
                 expires_at=expires,
             )
         lease = Lease(session_id=session_id, owner=owner, token=got[0], expires_at=got[1])
