@@ -71,52 +71,109 @@ def turn_number(session: Session) -> int:
     return sum(1 for event in session.events if event.type == "turn/start") + 1
 
 
+class _Turn:
+    """What a worker's open turn still needs closing: its number and a started call."""
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self.call: tuple[str, int] | None = None
+
+
 async def episode(
     store: SessionStore, session: Session, k: str, journal: Journal, rng: random.Random
 ) -> None:
-    """One turn (sometimes two) in the session, flushed batch by batch; then a clean release."""
-    sid = session.id
-    n = 0  # the episode's WORK events are numbered 1, 2, … across its turns
-    for _ in range(rng.choice((1, 1, 2))):
-        turn = turn_number(session)
-        session.append("turn/start", {"turn": turn})
-        session.append("step/start", {"turn": turn, "step": 1})
-        session.append("user/message", harness.user_message(f"task {k}"), surface_op="append")
-        for _batch in range(rng.randint(1, 4)):
-            for _ in range(rng.randint(1, 5)):
-                n += 1
-                session.append(WORK, {"k": k, "n": n}, ignorable=True)
-            await store.flush(session)
-            journal.write(e="flushed", s=sid, k=k, upto=n)
-            await asyncio.sleep(rng.random() * 0.02)
-        call = f"call-{k}-{turn}"
-        block = harness.tool_call_block(call, "read_file", '{"path":"a.txt"}')
-        reply = harness.assistant_message([block], provider="p", model="m")
-        session.append("assistant/message", {"turn": turn, "step": 1, "message": reply}, surface_op="append")
-        started = session.append(
-            "tool/call", {"turn": turn, "step": 1, "callId": call, "name": "read_file", "arguments": "{}"}
-        )
-        await store.flush(session)
-        journal.write(e="flushed", s=sid, k=k, upto=n)
-        await asyncio.sleep(rng.random() * 0.02)  # a kill here leaves a started call
+    """One turn (sometimes two) in the session, flushed batch by batch; then a clean release.
+    Cancelled (SIGINT: ``asyncio.run`` cancels the main task), it ends its turn ``aborted``,
+    as ``harness run`` does on Ctrl-C, and lets the session go."""
+    open_turn: _Turn | None = None
+    try:
+        n = 0  # the episode's WORK events are numbered 1, 2, … across its turns
+        for _ in range(rng.choice((1, 1, 2))):
+            open_turn = _Turn(turn_number(session))
+            n = await run_turn(store, session, k, journal, rng, open_turn, n)
+            open_turn = None
+    except asyncio.CancelledError:
+        if open_turn is not None:
+            abort(session, open_turn)
+        try:
+            await store.release(session)
+        except LeaseLost:  # taken over meanwhile: nothing of ours is written any more
+            journal.write(e="lost", s=session.id, k=k)
+            await store.discard(session)
+        else:
+            journal.write(e="interrupted", s=session.id, k=k, closed=open_turn is not None)
+        raise
+    await store.release(session)
+    journal.write(e="released", s=session.id, k=k)
+
+
+def abort(session: Session, turn: _Turn) -> None:
+    if turn.call is not None:
+        call, seq = turn.call
         session.append(
             "tool/result",
-            {"turn": turn, "step": 1, "message": harness.tool_result_message(call, "done")},
+            {"turn": turn.turn, "step": 1, "message": harness.tool_result_message(call, "aborted")},
             surface_op="append",
-            source_event_seqs=[started.seq],
+            source_event_seqs=[seq],
         )
-        session.append("step/end", {"turn": turn, "step": 1})
-        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    session.append("step/end", {"turn": turn.turn, "step": 1})
+    session.append("turn/end", {"turn": turn.turn, "reason": {"kind": "aborted", "reason": {"kind": "user"}}})
+
+
+async def run_turn(
+    store: SessionStore,
+    session: Session,
+    k: str,
+    journal: Journal,
+    rng: random.Random,
+    open_turn: _Turn,
+    n: int,
+) -> int:
+    sid = session.id
+    turn = open_turn.turn
+    session.append("turn/start", {"turn": turn})
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("user/message", harness.user_message(f"task {k}"), surface_op="append")
+    for _batch in range(rng.randint(1, 4)):
+        for _ in range(rng.randint(1, 5)):
+            n += 1
+            session.append(WORK, {"k": k, "n": n}, ignorable=True)
         await store.flush(session)
         journal.write(e="flushed", s=sid, k=k, upto=n)
-    await store.release(session)
-    journal.write(e="released", s=sid, k=k)
+        await asyncio.sleep(rng.random() * 0.02)
+    call = f"call-{k}-{turn}"
+    block = harness.tool_call_block(call, "read_file", '{"path":"a.txt"}')
+    reply = harness.assistant_message([block], provider="p", model="m")
+    session.append("assistant/message", {"turn": turn, "step": 1, "message": reply}, surface_op="append")
+    started = session.append(
+        "tool/call", {"turn": turn, "step": 1, "callId": call, "name": "read_file", "arguments": "{}"}
+    )
+    open_turn.call = (call, started.seq)
+    await store.flush(session)
+    journal.write(e="flushed", s=sid, k=k, upto=n)
+    await asyncio.sleep(rng.random() * 0.02)  # a kill here leaves a started call
+    session.append(
+        "tool/result",
+        {"turn": turn, "step": 1, "message": harness.tool_result_message(call, "done")},
+        surface_op="append",
+        source_event_seqs=[started.seq],
+    )
+    open_turn.call = None
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    await store.flush(session)
+    journal.write(e="flushed", s=sid, k=k, upto=n)
+    return n
 
 
-async def work(spec: str, journal_path: str, seed: int, seconds: float, sessions: list[str]) -> None:
+async def work(
+    backend: Backend, journal_path: str, seed: int, seconds: float, sessions: list[str], worker: int
+) -> None:
+    """The worker's loop (see the module doc); ``worker`` names its episodes (its pid, or a
+    number for a task of the in-process run on the memory backend)."""
     rng = random.Random(seed)
     journal = Journal(journal_path)
-    store = SessionStore(open_backend(spec), write_window_s=3600)
+    store = SessionStore(backend, write_window_s=3600)
     deadline = time.monotonic() + seconds
     count = 0
     try:
@@ -137,7 +194,7 @@ async def work(spec: str, journal_path: str, seed: int, seconds: float, sessions
                 journal.write(e="lost-loading", s=sid)
                 continue
             count += 1
-            k = f"{os.getpid()}-{count}"
+            k = f"{worker}-{count}"
             journal.write(e="own", s=sid, k=k, take=take_over, first=len(session.events))
             try:
                 await episode(store, session, k, journal, rng)
@@ -150,4 +207,7 @@ async def work(spec: str, journal_path: str, seed: int, seconds: float, sessions
 
 if __name__ == "__main__":
     spec, journal_path, seed, seconds, *sessions = sys.argv[1:]
-    asyncio.run(work(spec, journal_path, int(seed), float(seconds), sessions))
+    try:
+        asyncio.run(work(open_backend(spec), journal_path, int(seed), float(seconds), sessions, os.getpid()))
+    except KeyboardInterrupt:  # Ctrl-C: the session was let go on the way out
+        sys.exit(130)

@@ -1,15 +1,17 @@
 """Many writers on few sessions, with SIGKILLs and takeovers: one linear history each.
 
 Four worker processes (``many_writers.py``) load or create random sessions out of eight, some
-with ``take_over``, and run turns in them; the test SIGKILLs a random worker every 0.2–1 s and
-starts another. Then a fresh store loads every session and checks, against the journals:
+with ``take_over``, and run turns in them; every 0.2–1 s the test stops a random worker, with
+SIGKILL or (three times in ten) SIGINT, as Ctrl-C does, and starts another. Then a fresh
+store loads every session and checks, against the journals:
 
 * it loads, and its turns are closed (no turn left open, no tool call without a result);
 * one linear history: each ownership's events form one unbroken run (no event of a writer
   after another took over from it, no fork), and no event twice;
 * every flush that returned is in it, in order;
 * every crash repair closed the turn of a writer that was killed (``owner-gone``) or taken
-  over (``taken-over``), and its ``harness/repair`` record names that writer's pid.
+  over (``taken-over``), never one a Ctrl-C'd writer left: that one closed its own turn
+  (``aborted``) and let the session go.
 
 ``HARNESS_TORTURE_S`` sets the seconds of writing per backend (default 12). The counts are
 printed (``-s``) and added to the suite's closing line (``many-writer …``).
@@ -18,6 +20,7 @@ printed (``-s``) and added to the suite's closing line (``many-writer …``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -35,9 +38,11 @@ import pytest
 import harness
 from harness.errors import SessionInUse
 from harness.events.event import Event
+from harness.stores.faults import DelegatingBackend
+from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
 from tests.stores.faults.counts import COUNTS
-from tests.stores.many_writers import WORK, open_backend
+from tests.stores.many_writers import WORK, open_backend, work
 from tests.stores.pg import fresh_schema, run, server_up
 
 WORKERS = 4
@@ -75,8 +80,9 @@ def spawn(spec: str, journal: Path, seed: int, seconds: float) -> subprocess.Pop
     )
 
 
-def drive(spec: str, journals: Path, rng: random.Random) -> dict[int, float]:
-    """Run the workers for ``SECONDS``, killing one at random now and then; the kill times."""
+def drive(spec: str, journals: Path, rng: random.Random, interrupted: set[int]) -> dict[int, float]:
+    """Run the workers for ``SECONDS``, stopping one at random now and then: SIGKILL (the kill
+    times are returned) or SIGINT (its pid is added to ``interrupted``)."""
     journals.mkdir()
     start = time.monotonic()
     live: list[subprocess.Popen[bytes]] = []
@@ -97,9 +103,15 @@ def drive(spec: str, journals: Path, rng: random.Random) -> dict[int, float]:
         time.sleep(0.02)
         if time.monotonic() >= next_kill and live:
             victim = live.pop(rng.randrange(len(live)))
-            victim.send_signal(signal.SIGKILL)
-            killed[victim.pid] = time.time()
-            victim.wait()
+            if rng.random() < 0.3:  # Ctrl-C: it ends its turn and lets the session go
+                victim.send_signal(signal.SIGINT)
+                _, err = victim.communicate(timeout=60)
+                assert victim.returncode in (0, 130), err.decode(errors="replace")[-3000:]
+                interrupted.add(victim.pid)
+            else:
+                victim.send_signal(signal.SIGKILL)
+                killed[victim.pid] = time.time()
+                victim.wait()
             if SECONDS - (time.monotonic() - start) > 1.0:
                 start_one()
             next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
@@ -197,15 +209,17 @@ def check_session(
 
 def test_many_writers_keep_one_linear_history(spec: str, tmp_path: Path) -> None:
     rng = random.Random(f"many-writers-{spec.split(':')[0]}-{spec.split(':')[1]}")
-    killed = drive(spec, tmp_path / "journals", rng)
+    interrupted: set[int] = set()
+    killed = drive(spec, tmp_path / "journals", rng, interrupted)
     records = read_journals(tmp_path / "journals")
-    counts: Counter[str] = Counter(kills=len(killed))
+    counts: Counter[str] = Counter(kills=len(killed), **{"Ctrl-C (SIGINT)": len(interrupted)})
     for record in records:
         names = {
             "attempt": "attempts",
             "refused": "SessionInUse refusals",
             "lost": "fenced writers",
             "lost-loading": "taken over while loading",
+            "interrupted": "turns ended by Ctrl-C",
         }
         counts[names.get(record["e"], "")] += 1
         if record["e"] == "own" and record["take"]:
@@ -237,3 +251,67 @@ def test_many_writers_keep_one_linear_history(spec: str, tmp_path: Path) -> None
     COUNTS.update({f"many-writer {name}": value for name, value in counts.items()})
     label = spec.split(":")[0] + (f" {spec.split(':')[1]}" if spec.startswith("jsonl") else "")
     print(f"\nmany writers on {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+
+
+class _Shared(DelegatingBackend):
+    """One memory backend shared by the in-process workers: a worker's store closing it does
+    not close it for the others."""
+
+    async def close(self) -> None:
+        return None
+
+
+def test_many_stores_on_one_memory_backend(tmp_path: Path) -> None:
+    """The memory backend serves one process: its writers are stores, and a writer stops by
+    being cancelled (as Ctrl-C cancels a run), never by dying. Four tasks, each with its own
+    store, on eight sessions; every 0.2-1 s a random one is cancelled and another started."""
+    rng = random.Random("many-writers-memory")
+    journals = tmp_path / "journals"
+    journals.mkdir()
+    backend = MemoryBackend()
+
+    async def go() -> Counter[str]:
+        tasks: list[asyncio.Task[None]] = []
+        start = time.monotonic()
+        workers = 0
+
+        def start_one() -> None:
+            nonlocal workers
+            workers += 1
+            left = SECONDS - (time.monotonic() - start)
+            args = (str(journals / f"w{workers}.jsonl"), rng.randrange(1 << 30), left, SESSIONS, workers)
+            tasks.append(asyncio.ensure_future(work(_Shared(backend), *args)))
+
+        for _ in range(WORKERS):
+            start_one()
+        cancelled = 0
+        while time.monotonic() - start < SECONDS:
+            await asyncio.sleep(rng.uniform(0.2, 1.0))
+            victim = tasks.pop(rng.randrange(len(tasks)))
+            victim.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await victim
+            cancelled += 1
+            if SECONDS - (time.monotonic() - start) > 1.0:
+                start_one()
+        await asyncio.gather(*tasks)
+        records = read_journals(journals)
+        counts: Counter[str] = Counter(cancelled=cancelled)
+        store = SessionStore(backend)
+        for sid in SESSIONS:
+            session = await store.load(sid)  # nobody owns it any more
+            stored = list(session.events)[: session.first_live_seq]
+            counts.update(check_session(stored, sid, records, {}))
+            await store.release(session)
+        await store.close()
+        counts["attempts"] = sum(r["e"] == "attempt" for r in records)
+        counts["SessionInUse refusals"] = sum(r["e"] == "refused" for r in records)
+        counts["takeovers"] = sum(r["e"] == "own" and r["take"] for r in records)
+        return counts
+
+    counts = asyncio.run(go())
+    assert counts["attempts"] > 50 and counts["flushes"] > 50 and counts["cancelled"] >= 3, counts
+    assert counts["takeovers"] > 0 and counts["SessionInUse refusals"] > 0, counts
+    assert counts["repairs of killed writers"] == 0  # nobody died: only takeovers repair
+    COUNTS.update({f"many-writer {name}": value for name, value in counts.items()})
+    print("\nmany writers on memory: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
