@@ -146,9 +146,12 @@ def client(root: Path, compression: Compression = "none", **options: Any) -> Ite
         yield test_client
 
 
-def live_messages(c: TestClient, since: int, grow: Callable[[], None]) -> list[tuple[str, Any]]:
+def live_messages(
+    c: TestClient, since: int, grow: Callable[[], None], *, joined: bool = True
+) -> list[tuple[str, Any]]:
     """Follow ``/session/live`` of ``demo-session`` from ``since`` while ``grow`` runs on a
-    thread, collecting the (event, data) messages up to the first ``grown``."""
+    thread, collecting the (event, data) messages up to the first ``grown`` (``joined``: then
+    wait for ``grow`` to end)."""
     writer = threading.Thread(target=grow)
     writer.start()
     messages: list[tuple[str, Any]] = []
@@ -161,5 +164,6 @@ def live_messages(c: TestClient, since: int, grow: Callable[[], None]) -> list[t
                 messages.append((kind, json.loads(line[6:])))
                 if kind == "grown":
                     break
-    writer.join()
+    if joined:
+        writer.join()
     return messages

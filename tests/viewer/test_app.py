@@ -4,6 +4,8 @@ escaping, ids that try to leave the store, the token, the read-only promise, bou
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -498,6 +500,36 @@ def test_a_large_session_page_holds_one_page_of_the_log(tmp_path: Path) -> None:
 # ---- live ------------------------------------------------------------------------------------------
 
 
+def test_the_live_state_names_the_owner_of_a_running_turn(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    demo_root(root)
+    holding = threading.Event()
+    done = threading.Event()
+
+    def grow() -> None:
+        async def append() -> None:
+            store = SessionStore(JsonlBackend(root, compression="none"))
+            session = await store.load("demo-session")
+            time.sleep(0.3)
+            session.append("turn/start", {"turn": 3})
+            await store.flush(session)
+            holding.set()
+            done.wait(10)  # still the owner while the page looks
+            await store.close()
+
+        asyncio.run(append())
+
+    with client(root, live_poll=0.05, live_limit=5.0) as c:
+        length = len(inspected(root))
+        try:
+            messages = live_messages(c, length, grow, joined=False)
+        finally:
+            done.set()
+    grown = messages[-1][1]
+    assert grown["open"] is True
+    assert grown["owner"] is not None and f"pid {os.getpid()} on host" in grown["owner"], grown
+
+
 def test_a_growing_session_is_announced_live(tmp_path: Path) -> None:
     root = tmp_path / "root"
     demo_root(root)
@@ -518,7 +550,7 @@ def test_a_growing_session_is_announced_live(tmp_path: Path) -> None:
         length = len(inspected(root))
         messages = live_messages(c, length, grow)
     assert messages[0][0] == "state" and messages[0][1]["open"] is False
-    assert messages[0][1]["last"]["reason"] == "completed"
+    assert messages[0][1]["last"]["reason"] == "completed" and messages[0][1]["owner"] is None
     grown = messages[-1]
     # the load committed its end-seed, then the writer appended a turn/start: a turn runs now
     assert grown[0] == "grown" and grown[1]["stored"] == messages[0][1]["stored"] + 2

@@ -636,7 +636,9 @@ def tail(
                 )
             await backend.stored_length(session_id)  # an unknown id fails here, before the banner
             if not as_json:
-                Console(stderr=True).print(f"[dim]following {escape(session_id)} — Ctrl-C stops[/]")
+                owner = await store.owner(session_id)
+                live = f" — live, owner {escape(owner.describe())}" if owner is not None else ""
+                Console(stderr=True).print(f"[dim]following {escape(session_id)}{live} — Ctrl-C stops[/]")
             events = store.tail(session_id, from_seq)
             try:
                 async for event in events:

@@ -9,7 +9,7 @@ or the stored length) every ``poll`` seconds. Each message is JSON:
   holds N events; the page fetches the new rows through the bounded reads;
 * ``event: state`` the same fields, sent first, so the page can say at once whether a turn
   is running or when the last one ended (``last`` is the last ``turn/end``: its seq, time
-  and reason).
+  and reason), and who owns it now (``owner``: the live writer described, or ``null``).
 
 A stream ends after ``limit`` seconds (the browser's ``EventSource`` reconnects) or when the
 client goes away.
@@ -62,6 +62,14 @@ def session_state(loaded: Loaded) -> dict[str, Any]:
     return state
 
 
+async def _owned(catalog: Catalog, session_id: str, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` with ``owner``: the session's live writer described (pid, host, since), or
+    ``None`` when no writer owns it."""
+    owner = await catalog.store.owner(session_id)
+    state["owner"] = owner.describe() if owner is not None else None
+    return state
+
+
 def _message(kind: str, value: Any) -> bytes:
     return f"event: {kind}\ndata: {json.dumps(value)}\n\n".encode()
 
@@ -100,7 +108,7 @@ def live_response(
 
     async def stream() -> AsyncIterator[bytes]:
         loaded = await catalog.load(session_id)
-        state = session_state(loaded)
+        state = await _owned(catalog, session_id, session_state(loaded))
         yield _message("state", state)
         if state["length"] > since:
             yield _message("grown", state)
@@ -123,7 +131,7 @@ def live_response(
                 except HarnessError as error:
                     yield _message("problem", {"error": str(error)})
                     return
-                state = session_state(loaded)
+                state = await _owned(catalog, session_id, session_state(loaded))
                 if state["length"] != known:
                     known = state["length"]
                     yield _message("grown", state)

@@ -342,7 +342,7 @@
       const source = new EventSource(withParams("/session/live", { id: sid, from: state.length }));
       const show = (found) => {
         if (found.open) {
-          status.textContent = "live: a turn is running";
+          status.textContent = found.owner ? `live: a turn is running, owner ${found.owner}` : "live: a turn is running";
           status.className = "running";
         } else if (found.last) {
           const when = new Date(found.last.time).toISOString().replace("T", " ").slice(0, 19);
