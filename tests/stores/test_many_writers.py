@@ -2,16 +2,19 @@
 
 Four worker processes (``many_writers.py``) load or create random sessions out of eight, some
 with ``take_over``, and run turns in them; every 0.2–1 s the test stops a random worker, with
-SIGKILL or (three times in ten) SIGINT, as Ctrl-C does, and starts another. Then a fresh
-store loads every session and checks, against the journals:
+SIGKILL or (three times in ten) SIGINT, as Ctrl-C does, and starts another; now and then it
+also starts a real ``harness run --session ID --wait 5`` child (against a local fake provider)
+and Ctrl-Cs it during its turn. Then a fresh store loads every session and checks, against the journals:
 
 * it loads, and its turns are closed (no turn left open, no tool call without a result);
 * one linear history: each ownership's events form one unbroken run (no event of a writer
   after another took over from it, no fork), and no event twice;
 * every flush that returned is in it, in order;
 * every crash repair closed the turn of a writer that was killed (``owner-gone``) or taken
-  over (``taken-over``), never one a Ctrl-C'd writer left: that one closed its own turn
-  (``aborted``) and let the session go.
+  over (``taken-over``), never one a Ctrl-C'd writer or CLI run left: that one closed its own
+  turn (``aborted``) and let the session go;
+* every CLI run completed, was refused (exit 5), was Ctrl-C'd (130) or was taken over and said
+  its turn was not stored (1); none crashed.
 
 ``HARNESS_TORTURE_S`` sets the seconds of writing per backend (default 12). The counts are
 printed (``-s``) and added to the suite's closing line (``many-writer …``).
@@ -36,11 +39,13 @@ from typing import Any
 import pytest
 
 import harness
+from harness.cli.ownership import EXIT_IN_USE
 from harness.errors import SessionInUse
 from harness.events.event import Event
 from harness.stores.faults import DelegatingBackend
 from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
+from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from tests.stores.faults.counts import COUNTS
 from tests.stores.many_writers import WORK, open_backend, work
 from tests.stores.pg import fresh_schema, run, server_up
@@ -49,6 +54,7 @@ WORKERS = 4
 SESSIONS = [f"s{i}" for i in range(8)]
 SECONDS = float(os.environ.get("HARNESS_TORTURE_S", "12"))
 PG_TTL = 1.5
+CLI_KEY = "sk-test-many-writers"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -80,13 +86,108 @@ def spawn(spec: str, journal: Path, seed: int, seconds: float) -> subprocess.Pop
     )
 
 
-def drive(spec: str, journals: Path, rng: random.Random, interrupted: set[int]) -> dict[int, float]:
+def cli_store(spec: str) -> list[str]:
+    """The root options that open the store of ``spec`` for a ``harness`` command."""
+    kind, _, rest = spec.partition(":")
+    if kind == "jsonl":
+        compression, _, root = rest.partition(":")
+        return ["--root", root, "--compression", compression]
+    if kind in ("sqlite", "dsh"):
+        return ["--sqlite", rest]
+    schema, _, rest = rest.partition(":")
+    return ["--db", rest.partition(":")[2], "--db-schema", schema]
+
+
+class _Run:
+    def __init__(self, child: subprocess.Popen[str], delay: float) -> None:
+        self.child = child
+        self.delay = delay  # how long into its turn the Ctrl-C comes
+        self.turn_at: float | None = None
+        self.interrupted = False
+
+
+class Cli:
+    """``harness run --session`` children, Ctrl-C'd (SIGINT) at a random point of their turn."""
+
+    def __init__(self, spec: str, workspace: Path, server: FakeDeepSeek) -> None:
+        self.spec = spec
+        self.workspace = workspace
+        self.server = server
+        self.env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        self.env.update(DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=CLI_KEY)
+        self.running: list[_Run] = []
+        self.results: list[tuple[int, str]] = []
+        self.started = 0
+        self._asked = 0  # the server's requests when the running child started
+
+    def _requests(self) -> int:
+        return sum(1 for request in self.server.requests if request.method == "POST")
+
+    def start(self, rng: random.Random) -> None:
+        self.started += 1
+        sid = rng.choice(SESSIONS)
+        task = f"task cli-{self.started}"
+        args = [*cli_store(self.spec), "run", "--session", sid, task, "--wait", "5", "-w"]
+        child = subprocess.Popen(
+            [sys.executable, "-m", "harness", *args, str(self.workspace)],
+            cwd=REPO,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._asked = self._requests()
+        self.running.append(_Run(child, rng.uniform(0.0, 0.4)))
+
+    def tick(self) -> None:
+        """Ctrl-C a child a moment into its turn (once its model request was made: a person
+        presses Ctrl-C while the answer streams); collect the children that ended."""
+        for child in list(self.running):
+            if child.child.poll() is None:
+                if child.turn_at is None:
+                    if self._requests() > self._asked:
+                        child.turn_at = time.monotonic()
+                elif not child.interrupted and time.monotonic() >= child.turn_at + child.delay:
+                    child.child.send_signal(signal.SIGINT)
+                    child.interrupted = True
+                continue
+            self.running.remove(child)
+            self._collect(child)
+
+    def _collect(self, ended: _Run) -> None:
+        output, _ = ended.child.communicate(timeout=60)
+        self.results.append((ended.child.returncode, output))
+
+    def finish(self) -> Counter[str]:
+        for child in self.running:
+            self._collect(child)
+        self.running.clear()
+        names = {
+            0: "CLI runs completed",
+            1: "CLI runs taken over",
+            EXIT_IN_USE: "CLI runs refused in use (exit 5)",
+            130: "CLI runs Ctrl-C'd",
+        }
+        counts: Counter[str] = Counter()
+        for code, output in self.results:
+            assert "Traceback" not in output, output[-3000:]
+            # completed, taken over (its turn not stored), in use, or Ctrl-C: nothing else
+            assert code in names, (code, output[-3000:])
+            if code == 1:
+                assert "taken over by" in output and "not stored" in output, output[-3000:]
+            counts[names[code]] += 1
+        return counts
+
+
+def drive(
+    spec: str, journals: Path, rng: random.Random, interrupted: set[int], cli: Cli | None = None
+) -> dict[int, float]:
     """Run the workers for ``SECONDS``, stopping one at random now and then: SIGKILL (the kill
-    times are returned) or SIGINT (its pid is added to ``interrupted``)."""
+    times are returned) or SIGINT (its pid is added to ``interrupted``); with ``cli``, start a
+    ``harness run`` child now and then too, Ctrl-C'd a moment later."""
     journals.mkdir()
     start = time.monotonic()
     live: list[subprocess.Popen[bytes]] = []
-    done: list[subprocess.Popen[bytes]] = []
     killed: dict[int, float] = {}
     seed = 0
 
@@ -101,12 +202,17 @@ def drive(spec: str, journals: Path, rng: random.Random, interrupted: set[int]) 
     next_kill = time.monotonic() + rng.uniform(0.2, 1.0)
     while time.monotonic() - start < SECONDS:
         time.sleep(0.02)
+        if cli is not None:
+            cli.tick()
+            if not cli.running and SECONDS - (time.monotonic() - start) > 3.0 and rng.random() < 0.05:
+                cli.start(rng)
         if time.monotonic() >= next_kill and live:
             victim = live.pop(rng.randrange(len(live)))
             if rng.random() < 0.3:  # Ctrl-C: it ends its turn and lets the session go
                 victim.send_signal(signal.SIGINT)
                 _, err = victim.communicate(timeout=60)
-                assert victim.returncode in (0, 130), err.decode(errors="replace")[-3000:]
+                # 130: it let go on the way out; -SIGINT: it was still starting (importing)
+                assert victim.returncode in (0, 130, -signal.SIGINT), err.decode(errors="replace")[-3000:]
                 interrupted.add(victim.pid)
             else:
                 victim.send_signal(signal.SIGKILL)
@@ -118,7 +224,6 @@ def drive(spec: str, journals: Path, rng: random.Random, interrupted: set[int]) 
     for worker in live:
         _, err = worker.communicate(timeout=120)
         assert worker.returncode == 0, err.decode(errors="replace")[-3000:]
-        done.append(worker)
     return killed
 
 
@@ -183,8 +288,12 @@ def check_session(
         note = event.data
         opened = max(i for i in range(index) if events[i].type == "turn/start")
         owner_k = next(k for k in map(episode_of, events[opened:index]) if k is not None)
-        pid = int(owner_k.split("-")[0])
         assert note["closedTurn"] == events[opened].data["turn"]
+        if owner_k.startswith("cli-"):  # a CLI run is never killed: only a takeover repairs its turn
+            assert note["reason"] == "taken-over", (sid, note, owner_k)
+            counts["repairs of taken-over CLI runs"] += 1
+            continue
+        pid = int(owner_k.split("-")[0])
         # The turn's writer died or was fenced off; the record names the last owner before the
         # repairer (the turn's writer, or an owner that was itself cut short before writing).
         assert pid in killed or owner_k in fenced, f"{sid}: a live writer's turn repaired at {event.seq}"
@@ -210,9 +319,16 @@ def check_session(
 def test_many_writers_keep_one_linear_history(spec: str, tmp_path: Path) -> None:
     rng = random.Random(f"many-writers-{spec.split(':')[0]}-{spec.split(':')[1]}")
     interrupted: set[int] = set()
-    killed = drive(spec, tmp_path / "journals", rng, interrupted)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    replies = [Reply.text([f"w{i} " for i in range(20)], delay_s=0.1) for _ in range(200)]
+    with FakeDeepSeek(replies, api_key=CLI_KEY) as server:
+        cli = Cli(spec, workspace, server)
+        killed = drive(spec, tmp_path / "journals", rng, interrupted, cli)
+        cli_counts = cli.finish()
     records = read_journals(tmp_path / "journals")
     counts: Counter[str] = Counter(kills=len(killed), **{"Ctrl-C (SIGINT)": len(interrupted)})
+    counts.update(cli_counts)
     for record in records:
         names = {
             "attempt": "attempts",
@@ -248,6 +364,7 @@ def test_many_writers_keep_one_linear_history(spec: str, tmp_path: Path) -> None
     assert counts["attempts"] > 50 and counts["kills"] >= 3 and counts["flushes"] > 50, counts
     assert counts["takeovers"] > 0 and counts["SessionInUse refusals"] > 0, counts
     assert counts["repairs"] > 0, counts
+    assert sum(n for name, n in counts.items() if name.startswith("CLI runs")) >= 2, counts
     COUNTS.update({f"many-writer {name}": value for name, value in counts.items()})
     label = spec.split(":")[0] + (f" {spec.split(':')[1]}" if spec.startswith("jsonl") else "")
     print(f"\nmany writers on {label}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
