@@ -102,7 +102,9 @@ def test_a_second_run_is_refused_while_the_first_streams(tmp_path: Path, workspa
         wait_for(streaming(server, 2))
         b_code, b_output = finished(harness(root, server, workspace, "run", "--session", sid, "what is 2+2"))
         log_code, log_output = finished(reader(root, "log", sid))
+        list_code, list_output = finished(reader(root, "sessions"))
         a_code, a_output = finished(a)
+    assert list_code == 0 and f"live: {sid} is owned by pid {a.pid} on host" in list_output, list_output
     assert log_code == 0, log_output
     assert f"live: turn 2 running, owner pid {a.pid} on host" in log_output, log_output
     assert "interrupted" not in log_output  # the running turn is shown as stored, not repaired

@@ -35,7 +35,7 @@ from harness.errors import (
 from harness.events.event import Event
 from harness.events.json import dumps, thaw
 from harness.session.session import Session
-from harness.stores.backend import Backend, StoredLog, read_whole
+from harness.stores.backend import Backend, SessionInfo, StoredLog, read_whole
 from harness.stores.store import SessionStore, restore_stored
 
 app = typer.Typer(
@@ -325,10 +325,19 @@ def sessions(
     """List stored sessions, latest activity first; damaged ones with the reason.
 
     Each session shows its id, last activity, events, title and cwd. A session that cannot
-    be loaded (a damaged header) is listed with the reason."""
+    be loaded (a damaged header) is listed with the reason; one a live writer owns is named
+    below the table with its owner."""
     from harness.cli.render import plural, sessions_table
 
-    infos = _with_store(ctx, lambda store: store.list())
+    async def listed(store: SessionStore) -> tuple[list[SessionInfo], dict[str, SessionOwner]]:
+        found = await store.list()
+        owners = {}
+        for info in found:
+            if info.problem is None and (owner := await store.owner(info.id)) is not None:
+                owners[info.id] = owner
+        return found, owners
+
+    infos, owners = _with_store(ctx, listed)
     infos = sorted(infos, key=lambda info: info.last_activity or 0, reverse=True)
     if as_json:
         _print_json(
@@ -342,6 +351,7 @@ def sessions(
                     "title": i.title,
                     "location": i.location,
                     "problem": i.problem,
+                    "owner": owners[i.id].to_json() if i.id in owners else None,
                 }
                 for i in infos
             ]
@@ -354,6 +364,9 @@ def sessions(
         console.print(Text(f"no stored sessions{where}", style="dim"), soft_wrap=True)
         return
     console.print(sessions_table(infos, console.width), crop=False)  # an id wider than the screen stays whole
+    for session_id, owner in owners.items():
+        line = Text.assemble(("live", "yellow"), f": {session_id} is owned by {owner.describe()}")
+        console.print(line, highlight=False, soft_wrap=True)
     unloadable = sum(1 for info in infos if info.problem is not None)
     if unloadable:
         console.print(
