@@ -441,12 +441,22 @@ class LeaseLost(WriteRefused):
     """The writer's ownership of the session expired or was taken over: its append was refused
     and nothing was written. Unflushed events stay queued in memory; load the session again to
     go on. ``token`` is the fencing token the refused writer held (PostgreSQL), ``by`` the
-    owner that took over, when known."""
+    owner that took over, when known. ``stored`` is the seq up to which the log holds the
+    refused batch (an earlier attempt of it committed: those events are stored, not refused),
+    when the backend knows it."""
 
-    def __init__(self, message: str, *, token: int | None = None, by: SessionOwner | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        token: int | None = None,
+        by: SessionOwner | None = None,
+        stored: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.token = token
         self.by = by
+        self.stored = stored
 
 
 # ---- compaction (SPEC §5, FORMAT §11) -----------------------------------------------------

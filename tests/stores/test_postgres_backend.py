@@ -29,6 +29,7 @@ from harness.events.json import loads
 from harness.stores.backend import Backend, StoredLog, StreamRejected, read_whole
 from harness.stores.leases import LeasingBackend, TailingBackend
 from harness.stores.postgres import SCHEMA_VERSION, PostgresBackend
+from harness.stores.postgres.codec import encode_header
 from harness.stores.store import SessionStore
 from harness.stores.summary import summarize
 from tests.stores.helpers import check_listed_oldest_first, corruptions, full_header, write_samples
@@ -370,7 +371,7 @@ def schema_versions(pg: PgSchema) -> list[int]:
 
 def test_first_use_creates_the_schema_at_the_current_version(pg: PgSchema) -> None:
     run(seeded(pg, 1))
-    assert schema_versions(pg) == list(range(1, SCHEMA_VERSION + 1)) == [1]
+    assert schema_versions(pg) == list(range(1, SCHEMA_VERSION + 1)) == [1, 2]
     with pg.connect() as conn:
         tables = {
             name
@@ -388,7 +389,7 @@ def test_a_newer_schema_version_is_refused_untouched(pg: PgSchema) -> None:
     with pytest.raises(UnsupportedFormat, match="newer"):
         run(pg.backend().append("s1", [chunk(1)]))
     assert rows(pg) == before
-    assert schema_versions(pg) == [1, 2]
+    assert schema_versions(pg) == [1, 2, 3]
 
 
 def test_a_schema_that_is_not_ours_is_refused(pg: PgSchema) -> None:
@@ -403,23 +404,62 @@ def test_an_older_schema_is_migrated_in_order(pg: PgSchema, monkeypatch: pytest.
     run(seeded(pg, 2))
     calls: list[int] = []
 
-    def to_2(s: sql.Identifier) -> list[sql.Composed]:
-        calls.append(2)
-        return [sql.SQL("ALTER TABLE {}.sessions ADD COLUMN note text").format(s)]
-
     def to_3(s: sql.Identifier) -> list[sql.Composed]:
         calls.append(3)
+        return [sql.SQL("ALTER TABLE {}.sessions ADD COLUMN note text").format(s)]
+
+    def to_4(s: sql.Identifier) -> list[sql.Composed]:
+        calls.append(4)
         return [sql.SQL("UPDATE {}.sessions SET note = 'migrated'").format(s)]
 
-    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, to_2, to_3])
+    monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, to_3, to_4])
     log = run(read(pg))
-    assert calls == [2, 3]
-    assert schema_versions(pg) == [1, 2, 3]
+    assert calls == [3, 4]
+    assert schema_versions(pg) == [1, 2, 3, 4]
     assert len(log.events) == 2
     with pg.connect() as conn:
         assert conn.execute("SELECT note FROM sessions").fetchone() == ("migrated",)
     run(read(pg))  # already current: nothing runs again
-    assert calls == [2, 3]
+    assert calls == [3, 4]
+
+
+def test_a_version_1_schema_is_migrated_and_its_sessions_go_on(
+    pg: PgSchema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Version 2 replaces the append function: sessions written under version 1 read the same
+    and take appends with the new one."""
+    async def version_1() -> None:
+        conn = await psycopg.AsyncConnection.connect(pg.dsn, autocommit=True)
+        async with conn:
+            await migrations.ensure_schema(conn, pg.name)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1])
+        run(version_1())
+    assert schema_versions(pg) == [1]
+    with pg.connect() as conn:  # two events appended as version 1's function takes them
+        lines = "\n".join(chunk(seq).encode().decode() for seq in range(2))
+        conn.execute(
+            "SELECT append_events('s1', %s, 1, NULL, 0, %s, 1, NULL, NULL, 'c')",
+            (encode_header(header()), lines),
+        )
+    before = rows(pg)
+    log = run(read(pg))
+    assert schema_versions(pg) == [1, 2]
+    assert rows(pg) == before and len(log.events) == 2
+    run(pg.backend().append("s1", [chunk(2)]))
+    assert len(run(read(pg)).events) == 3
+    with pg.connect() as conn:
+        arguments = [
+            str(a)
+            for (a,) in conn.execute(
+                "SELECT pg_get_function_identity_arguments(p.oid) FROM pg_proc AS p "
+                "JOIN pg_namespace AS n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = %s AND p.proname = 'append_events'",
+                (pg.name,),
+            )
+        ]
+    assert len(arguments) == 1 and arguments[0].endswith("p_retry boolean"), arguments
 
 
 def test_a_failed_migration_rolls_back(pg: PgSchema, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -434,7 +474,7 @@ def test_a_failed_migration_rolls_back(pg: PgSchema, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(migrations, "MIGRATIONS", [*migrations.MIGRATIONS, broken])
     with pytest.raises(PersistenceFailed, match="no_such_table"):
         run(read(pg))
-    assert schema_versions(pg) == [1]
+    assert schema_versions(pg) == [1, 2]
     with pg.connect() as conn:
         columns = [
             c
@@ -458,7 +498,7 @@ def test_backends_opening_a_fresh_schema_together_migrate_it_once(pg: PgSchema) 
                 await backend.close()
 
     run(go())
-    assert schema_versions(pg) == [1]
+    assert schema_versions(pg) == [1, 2]
 
 
 # -- errors, connections, lifecycle -------------------------------------------------------------------------

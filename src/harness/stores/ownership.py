@@ -82,6 +82,7 @@ def current_writer() -> str | None:
     """The store ``writing_as`` named for the running write, if any."""
     return _WRITER.get()
 
+
 RECORD_SIZE: Final = 1024
 """A lock file's record: the owner's JSON, padded with spaces, one ``pwrite``."""
 _RETRIES: Final = 50
@@ -384,11 +385,23 @@ def in_use(session_id: str, owner: SessionOwner | None) -> SessionInUse:
     )
 
 
-def lost(session_id: str, by: SessionOwner | None, token: int | None = None) -> LeaseLost:
+def lost(
+    session_id: str,
+    by: SessionOwner | None,
+    token: int | None = None,
+    *,
+    stored: int | None = None,
+    written: str = "nothing was written",
+) -> LeaseLost:
+    """The ``LeaseLost`` of a writer fenced off by ``by``; ``written`` says what of its batch
+    is stored (``stored``: the seq the log holds it up to)."""
     who = by.describe() if by is not None else "another writer"
     mine = f" (this writer's fencing token {token})" if token is not None else ""
     return LeaseLost(
-        f"session {session_id!r} was taken over by {who}{mine}: nothing was written", token=token, by=by
+        f"session {session_id!r} was taken over by {who}{mine}: {written}",
+        token=token,
+        by=by,
+        stored=stored,
     )
 
 

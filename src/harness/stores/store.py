@@ -24,6 +24,7 @@ from typing import Any
 from harness.errors import (
     CorruptSession,
     InvalidSeed,
+    OutcomeUnknown,
     SessionConflict,
     SessionDeleted,
     SessionExists,
@@ -532,9 +533,19 @@ class SessionStore:
     async def discard(self, session: Session) -> builtins.list[Event]:
         """Stop persisting ``session`` without writing what it still holds: it becomes detached,
         and the events not yet durable are returned (they will not be written). For a writer
-        that lost a race (its flush raised ``SessionConflict``) and loads the session again."""
+        that lost a race (its flush raised ``SessionConflict`` or ``LeaseLost``) and loads the
+        session again. After a write of unknown outcome it first asks the backend what it holds,
+        so a stored event is never returned; ``OutcomeUnknown`` when it cannot (nothing changes:
+        discard again once the backend is reachable)."""
         live = self._live_of(session)
         await live.writer.quiesce()
+        try:
+            await live.writer.settle()
+        except OutcomeUnknown:
+            live.writer.rearm()
+            raise
+        except (SessionConflict, SessionNotFound):
+            pass  # none of the queued events is stored: they are all returned
         unwritten = list(live.writer.queued())
         live.writer.discard()
         live.unsubscribe()

@@ -15,13 +15,15 @@ events queued) otherwise. Writes and the drain run as tasks of their own that
 callers only wait for: cancelling a flush (a timeout, a cancelled task) stops the
 wait, never a write halfway, so no batch is dropped and no backend call is cut
 short while its thread or server goes on. After a failure whose outcome is
-unknown (``OutcomeUnknown``: a failed fsync or rollback; a cancelled write; any error
-that is not a ``PersistenceFailed``), the next attempt first asks the backend how much
-it holds and drops the events it already committed (after checking they are the same
-by ``stored_equals``), so a retry never duplicates or loses. A ``WriteRefused`` (a
-conflict, a lost or held lease) and a plain ``PersistenceFailed`` (the backend knows
-nothing was written) need no such check. A session the backend no longer holds (deleted,
-here or by another writer) fails its flush with ``SessionDeleted``, the events kept.
+unknown (``OutcomeUnknown``: a failed fsync or rollback, a connection that broke after
+the statement was sent; a cancelled write; any error that is not a ``PersistenceFailed``),
+the next attempt first asks the backend how much it holds and drops the events it already
+committed (after checking they are the same by ``stored_equals``), so a retry never
+duplicates or loses. A ``WriteRefused`` (a conflict, a lost or held lease) and a plain
+``PersistenceFailed`` (the backend knows nothing was written) need no such check; a
+``LeaseLost`` that names a stored prefix of the batch (``stored``) has it dropped. A
+session the backend no longer holds (deleted, here or by another writer) fails its flush
+with ``SessionDeleted``, the events kept.
 """
 
 from __future__ import annotations
@@ -150,6 +152,29 @@ class WriteBehind:
         self._cursor = stored
         self._uncertain = False
 
+    async def _settle(self) -> None:
+        """Learn what the backend holds after a write of unknown outcome (``_resync``); a
+        failure to learn it is ``OutcomeUnknown`` again, the events kept."""
+        try:
+            await self._resync()
+        except SessionNotFound as missing:
+            raise self._gone(missing, self._queue) from missing
+        except (SessionConflict, OutcomeUnknown):
+            raise
+        except StorageError as error:
+            self.last_error = error
+            first = f" from seq {self._queue[0].seq}" if self._queue else ""
+            raise OutcomeUnknown(
+                f"session {self._id!r}: {len(self._queue)} events{first} follow a write whose outcome "
+                f"is unknown, and what is stored could not be read ({error})"
+            ) from error
+
+    async def settle(self) -> None:
+        """After a write of unknown outcome, drop the queued events the backend holds (a no-op
+        otherwise). ``OutcomeUnknown`` when the backend cannot be asked: nothing changes."""
+        if self._uncertain:
+            await self._settle()
+
     def _gone(self, missing: SessionNotFound, batch: Sequence[Event]) -> SessionDeleted:
         first = f" from seq {batch[0].seq}" if batch else ""
         deleted = SessionDeleted(
@@ -162,10 +187,7 @@ class WriteBehind:
     async def _write_queue(self) -> None:
         """Write everything queued now as one batch; on failure put it back in front."""
         if self._uncertain:
-            try:
-                await self._resync()
-            except SessionNotFound as missing:
-                raise self._gone(missing, self._queue) from missing
+            await self._settle()
         batch = self._queue
         if not batch:
             return
@@ -178,7 +200,12 @@ class WriteBehind:
             self._queue = batch + self._queue
             raise self._gone(missing, batch) from missing
         except WriteRefused as refusal:
-            # Nothing was written, so the retry needs no resync.
+            # Nothing was written by this attempt, so the retry needs no resync; a refused
+            # writer may learn that an earlier attempt stored a prefix of the batch.
+            stored = getattr(refusal, "stored", None)
+            if isinstance(stored, int) and stored > batch[0].seq:
+                self._cursor = min(stored, batch[-1].seq + 1)
+                batch = [event for event in batch if event.seq >= self._cursor]
             self._queue = batch + self._queue
             self.last_error = refusal
             raise

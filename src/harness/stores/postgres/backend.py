@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Final, TypeVar
@@ -63,6 +64,7 @@ from psycopg_pool import AsyncConnectionPool
 from harness.errors import (
     LeaseHeld,
     LeaseLost,
+    OutcomeUnknown,
     PersistenceFailed,
     SessionConflict,
     SessionExists,
@@ -85,8 +87,8 @@ from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease
 from harness.stores.ownership import Claim, in_use, lost
 from harness.stores.postgres import codec
-from harness.stores.postgres.conninfo import CONNECT_DEFAULTS, scrub, where
-from harness.stores.postgres.errors import is_connection_error, translate
+from harness.stores.postgres.conninfo import connect_settings, scrub, where
+from harness.stores.postgres.errors import is_connection_error, stored_part, translate
 from harness.stores.postgres.leasing import LeaseKeeper
 from harness.stores.postgres.migrations import ensure_schema
 from harness.stores.postgres.poollog import one_line, route_pool_logs
@@ -101,6 +103,8 @@ log = logging.getLogger("harness.stores.postgres")
 DEFAULT_SCHEMA: Final = "harness"
 READ_PAGE: Final = 4096
 """Seqs fetched per query by ``read`` (bounds the driver's buffer)."""
+_STALE_S: Final = 0.5
+"""A connection that fails within this long was already broken (stale), not cut off: retry."""
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[Any]
@@ -122,6 +126,7 @@ _RawText: type[abc.Loader] = (
     psycopg.adapters.get_loader(psycopg.postgres.types["bytea"].oid, Format.BINARY) or _RawTextPython
 )
 
+
 async def _durable_commits(conn: Connection) -> None:
     await conn.execute("SET synchronous_commit = on")
 
@@ -132,10 +137,14 @@ class PostgresBackend:
     ``dsn`` is a libpq connection string or URL. ``schema`` is created on first use.
     ``lease_ttl_s`` is the lease a session's owner holds (``claim``), renewed every third of
     it: a killed owner's session can be taken without ``take_over`` that long after its last
-    renewal. ``min_size``/``max_size`` size the connection pool (``max_size`` defaults to
-    ``min_size``: a fixed pool, filled before first use); ``timeout`` is how long an
-    operation waits for a pooled connection; ``connect_timeout`` bounds each connection
-    attempt; ``tail_outage_s`` is how long a tail keeps reconnecting before it gives up.
+    renewal. ``io_timeout_s`` (default: a third of the lease) bounds how long a request the
+    server does not answer waits before its connection is given up (``tcp_user_timeout`` and
+    keepalives; settings the DSN names win). ``min_size``/``max_size`` size the connection
+    pool (``max_size`` defaults to ``min_size``: a fixed pool, filled before first use);
+    ``timeout`` (default: twice ``io_timeout_s``) is how long an operation waits for a
+    pooled connection; ``connect_timeout`` (default: ``io_timeout_s``, at least 2 s) bounds
+    each connection attempt; ``tail_outage_s`` is how long a tail keeps reconnecting before
+    it gives up.
 
     Close the backend (or its ``SessionStore``) before its event loop ends: psycopg_pool
     swallows the cancellation of a connection attempt in flight, so ``asyncio.run``
@@ -150,31 +159,39 @@ class PostgresBackend:
         schema: str = DEFAULT_SCHEMA,
         min_size: int = 2,
         max_size: int | None = None,
-        timeout: float = 10.0,
-        connect_timeout: float = 10.0,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
         application_name: str = "harness",
         tail_outage_s: float = 60.0,
         lease_ttl_s: float = 10.0,
+        io_timeout_s: float | None = None,
     ) -> None:
         if not isinstance(schema, str) or not schema or "\x00" in schema or len(schema.encode()) > 63:
             raise ValueError("schema must be a non-empty name of at most 63 bytes without NUL")
         max_size = min_size if max_size is None else max_size
         if not 1 <= min_size <= max_size:
             raise ValueError(f"pool sizes must satisfy 1 <= min_size <= max_size, got {min_size}, {max_size}")
+        if not (isinstance(lease_ttl_s, int | float) and 0 < lease_ttl_s < 86_400):
+            raise ValueError(f"lease_ttl_s must be a positive number of seconds, got {lease_ttl_s!r}")
+        io_timeout_s = lease_ttl_s / 3 if io_timeout_s is None else io_timeout_s
+        limits = (("io_timeout_s", io_timeout_s), ("timeout", timeout), ("connect_timeout", connect_timeout))
+        for name, value in limits:
+            if value is not None and not (isinstance(value, int | float) and 0 < value < 86_400):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
         self._dsn = dsn
         self._schema = schema
         self._min_size = min_size
         self._max_size = max_size
-        self._timeout = timeout
+        self._io_timeout = float(io_timeout_s)
+        self._timeout = 2 * self._io_timeout if timeout is None else float(timeout)
         self._tail_outage_s = tail_outage_s
-        if not (isinstance(lease_ttl_s, int | float) and 0 < lease_ttl_s < 86_400):
-            raise ValueError(f"lease_ttl_s must be a positive number of seconds, got {lease_ttl_s!r}")
         self._lease_ttl = float(lease_ttl_s)
         self._connect_kwargs: dict[str, Any] = {
-            **CONNECT_DEFAULTS,
-            "connect_timeout": max(1, round(connect_timeout)),
+            **connect_settings(dsn, self._io_timeout),
             "application_name": application_name,
         }
+        if connect_timeout is not None:
+            self._connect_kwargs["connect_timeout"] = max(1, round(connect_timeout))
         self._app_name = application_name
         self._where = f"{where(dsn)} schema {schema}"
         self._q = Queries(schema)
@@ -266,21 +283,33 @@ class PostgresBackend:
         *,
         first_seq: int | None = None,
         token: int | None = None,
+        commits: bool = False,
     ) -> T:
-        """Run ``fn`` on a pooled connection; translate errors. On a broken connection the
-        pool's idle connections are checked (the server may have dropped them all) and ``fn``
-        runs once more."""
+        """Run ``fn`` on a pooled connection; translate errors. When a connection breaks at
+        once (a stale one: the server restarted or dropped it), the pool's idle connections
+        are checked and ``fn`` runs once more; one that broke after waiting (an unreachable
+        server) is not retried, so a cut-off caller fails within about ``io_timeout_s``.
+
+        ``commits``: ``fn`` commits events (an append). Once it may have reached the server
+        its failure is ``OutcomeUnknown``, not ``PersistenceFailed``, unless a retry got a
+        definite answer."""
         pool = await self._ready(write)
+        uncertain = False  # a ``commits`` statement was sent on a connection that then broke
         for attempt in (1, 2):
+            started = time.monotonic()
+            sent = False
             try:
-                async with pool.connection() as conn:
+                async with pool.connection(timeout=self._timeout) as conn:
+                    sent = commits
                     return await fn(conn)
             except psycopg.Error as error:
-                if attempt == 1 and is_connection_error(error):
+                broken = is_connection_error(error)
+                uncertain = uncertain or (sent and broken)
+                if attempt == 1 and broken and time.monotonic() - started < _STALE_S:
                     log.info("%r: connection lost during %s, retrying once", self, action)
                     await pool.check()
                     continue
-                raise translate(
+                failure = translate(
                     error,
                     dsn=self._dsn,
                     session_id=session_id,
@@ -288,14 +317,27 @@ class PostgresBackend:
                     write=write,
                     first_seq=first_seq,
                     token=token,
-                ) from error
+                )
+                # A definite refusal (a conflict, a lost lease) is the truth even after a broken
+                # first attempt: the append recognises a batch that attempt stored.
+                if uncertain and type(failure) is PersistenceFailed:
+                    raise self._unknown(session_id, action, failure) from error
+                raise failure from error
             except Exception as error:  # PoolTimeout and friends
                 if isinstance(error, StorageError | ValueError):
                     raise
-                raise translate(
-                    error, dsn=self._dsn, session_id=session_id, action=action, write=write
-                ) from error
+                failure = translate(error, dsn=self._dsn, session_id=session_id, action=action, write=write)
+                if uncertain or sent:
+                    raise self._unknown(session_id, action, failure) from error
+                raise failure from error
         raise AssertionError("unreachable")
+
+    def _unknown(self, session_id: str | None, action: str, failure: StorageError) -> OutcomeUnknown:
+        label = f"session {session_id!r}" if session_id is not None else "the session store"
+        return OutcomeUnknown(
+            f"{action} for {label}: the connection broke after the statement was sent, so it may "
+            f"have committed ({failure}); the next flush reads what is stored before it writes again"
+        )
 
     async def run_sql(
         self, fn: Callable[[Connection], Awaitable[T]], action: str, *, write: bool = False
@@ -340,7 +382,7 @@ class PostgresBackend:
         first = events[0].seq
         check_batch(session_id, first, events)
         pending = self._pending.get(session_id)
-        token = self._leases.token(session_id)
+        token = self._leases.usable(session_id)  # LeaseLost at once when it could not be renewed
         params = (
             codec.db_text(session_id),
             None if pending is None else codec.encode_header(pending),
@@ -354,20 +396,32 @@ class PostgresBackend:
             codec.notify_channel(self._schema, session_id),
         )
 
+        attempts = 0
+
         async def call(conn: Connection) -> int:
-            row = await (await conn.execute(self._q.append, params)).fetchone()
+            nonlocal attempts
+            attempts += 1  # a retry may find its batch stored by the attempt that broke
+            row = await (await conn.execute(self._q.append, (*params, attempts > 1))).fetchone()
             assert row is not None
             return int(row[0])
 
         try:
-            length = await self._run(call, "appending events", session_id, True, first_seq=first, token=token)
+            length = await self._run(
+                call, "appending events", session_id, True, first_seq=first, token=token, commits=True
+            )
         except LeaseLost as refused:
             if pending is None and await self._length(session_id) is None:
                 # The lease check comes first in the append; the session itself is gone.
                 raise SessionNotFound(f"session {session_id!r} was deleted: nothing was written") from refused
             row = await self._owner_row(session_id)
             if row is not None and row[2]:
-                raise lost(session_id, _owner_of(row), refused.token) from refused
+                raise lost(
+                    session_id,
+                    _owner_of(row),
+                    refused.token,
+                    stored=refused.stored,
+                    written=stored_part(first, refused.stored),
+                ) from refused
             raise
         except SessionConflict as conflict:
             if conflict.expected:
@@ -584,8 +638,10 @@ class PostgresBackend:
         row = await self._owner_row(session_id)
         previous = None if row is None else _owner_of(row)
         live = row is not None and bool(row[2])
-        record = owner if not (live and take_over and previous) else replace(
-            owner, took_over=replace(previous, took_over=None)
+        record = (
+            owner
+            if not (live and take_over and previous)
+            else replace(owner, took_over=replace(previous, took_over=None))
         )
         try:
             lease = await self._leases.acquire(

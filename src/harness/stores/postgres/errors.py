@@ -24,7 +24,15 @@ from harness.stores.postgres.codec import from_db_text
 from harness.stores.postgres.conninfo import scrub
 from harness.stores.postgres.poollog import one_line
 
-__all__ = ["CONFLICT", "LEASE_HELD", "LEASE_LOST", "NOT_FOUND", "is_connection_error", "translate"]
+__all__ = [
+    "CONFLICT",
+    "LEASE_HELD",
+    "LEASE_LOST",
+    "NOT_FOUND",
+    "is_connection_error",
+    "stored_part",
+    "translate",
+]
 
 NOT_FOUND: Final = "HX404"
 CONFLICT: Final = "HX409"
@@ -44,6 +52,16 @@ def _int(text: str | None) -> int | None:
         return int(text) if text else None
     except ValueError:
         return None
+
+
+def stored_part(first_seq: int | None, stored: int | None) -> str:
+    """How much of a refused batch starting at ``first_seq`` the log holds, in words."""
+    if first_seq is None or stored is None or stored <= first_seq:
+        return "nothing was written"
+    return (
+        f"its events {first_seq}..{stored - 1} were already stored by an earlier attempt "
+        "whose reply was lost; nothing else was written"
+    )
 
 
 def translate(
@@ -79,10 +97,12 @@ def translate(
         if state == LEASE_LOST:
             now = _int(diag.message_detail)
             detail = f"the lease now has token {now}" if now is not None else "no lease is recorded"
+            stored = _int(diag.message_hint)
             return LeaseLost(
                 f"the lease on {label} (token {token}) expired or was taken over ({detail}); "
-                "nothing was written",
+                + stored_part(first_seq, stored),
                 token=token,
+                stored=stored,
             )
         if state == LEASE_HELD:
             owner = from_db_text(diag.message_detail) if diag.message_detail else None

@@ -8,6 +8,13 @@ only grow. While held, a task renews the lease every ``ttl / 3`` (only if it is
 still ours and unexpired: an expired lease stays lost). ``release`` stops the task
 and expires the row at once. The append function checks the held token in the
 append's own transaction, which is what actually fences a writer off.
+
+A lease is also judged by this process's clock, so a writer cut off from the server
+learns it has lost it before the server lets another writer in: the server's expiry
+is at least the ttl after the moment the acquire or last renewal was *sent*, so once
+that long has passed without a renewal getting through, the lease is treated as lost
+(``usable`` raises ``LeaseLost`` without asking the server, and renewing stops).
+A failed renewal is retried every ``ttl / 10`` until then.
 """
 
 from __future__ import annotations
@@ -15,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
 
-from harness.errors import LeaseHeld, StorageError
+from harness.errors import LeaseHeld, LeaseLost, StorageError
 from harness.stores.leases import Lease
 from harness.stores.postgres.codec import db_text, from_db_text
 from harness.stores.postgres.queries import Queries
@@ -35,12 +43,24 @@ Runner = Callable[[Callable[[Connection], Awaitable[T]], str, str, bool], Awaita
 
 
 class _Held:
-    __slots__ = ("lease", "task", "ttl_s")
+    __slots__ = ("lease", "lost", "refused", "task", "ttl_s", "valid_until")
 
-    def __init__(self, lease: Lease, ttl_s: float) -> None:
+    def __init__(self, lease: Lease, ttl_s: float, sent: float) -> None:
         self.lease = lease
         self.ttl_s = ttl_s
+        self.valid_until = sent + ttl_s  # monotonic: the server's expiry is no earlier
+        self.lost: str | None = None  # why this process holds the lease no longer
+        self.refused = False  # the server refused a renewal: appends learn who holds it now
         self.task: asyncio.Task[None] | None = None
+
+    def expired(self) -> bool:
+        """True (and ``lost`` set) once the lease may have expired on the server."""
+        if self.lost is None and not self.refused and time.monotonic() >= self.valid_until:
+            self.lost = (
+                f"no renewal reached the server for {self.ttl_s:g} s (the lease's ttl), so it may "
+                "have expired there"
+            )
+        return self.lost is not None
 
 
 class LeaseKeeper:
@@ -58,9 +78,23 @@ class LeaseKeeper:
         return None if held is None else held.lease.token
 
     def lease(self, session_id: str) -> Lease | None:
-        """The lease held on ``session_id``, as last renewed."""
+        """The lease held on ``session_id``, as last renewed (``None`` once treated as lost)."""
         held = self._held.get(session_id)
-        return None if held is None else held.lease
+        return None if held is None or held.refused or held.expired() else held.lease
+
+    def usable(self, session_id: str) -> int | None:
+        """The token to append with (``None`` when no lease is held); ``LeaseLost`` without
+        asking the server when the lease could not be renewed in time."""
+        held = self._held.get(session_id)
+        if held is None:
+            return None
+        if held.expired():
+            raise LeaseLost(
+                f"the lease on session {session_id!r} (token {held.lease.token}) is treated as lost: "
+                f"{held.lost}; nothing was written",
+                token=held.lease.token,
+            )
+        return held.lease.token
 
     async def acquire(self, session_id: str, owner: str, ttl_s: float, takeover: bool) -> Lease:
         """See ``LeasingBackend.acquire``."""
@@ -81,6 +115,7 @@ class LeaseKeeper:
             holder = await cursor.fetchone()
             return None if holder is None else (str(holder[0]), int(holder[1]))
 
+        sent = time.monotonic()
         got = await self._run(take, "acquiring a lease", session_id, True)
         if got is None or isinstance(got[0], str):
             holder = from_db_text(got[0]) if got is not None and isinstance(got[0], str) else None
@@ -94,7 +129,7 @@ class LeaseKeeper:
             )
         lease = Lease(session_id=session_id, owner=owner, token=got[0], expires_at=got[1])
         self._stop(session_id)
-        held = _Held(lease, float(ttl_s))
+        held = _Held(lease, float(ttl_s), sent)
         held.task = asyncio.get_running_loop().create_task(
             self._renew_loop(session_id, held), name=f"harness-lease-{session_id}"
         )
@@ -109,20 +144,32 @@ class LeaseKeeper:
 
     async def _renew_loop(self, session_id: str, held: _Held) -> None:
         key = db_text(session_id)
+        pause = held.ttl_s / 3
         while True:
-            await asyncio.sleep(held.ttl_s / 3)
+            await asyncio.sleep(max(0.0, min(pause, held.valid_until - time.monotonic())))
+            if held.expired():
+                _log_lost(session_id, held)
+                return
 
             async def renew(conn: Connection) -> int | None:
                 cursor = await conn.execute(self._q.renew, (held.ttl_s, key, held.lease.token))
                 row = await cursor.fetchone()
                 return None if row is None else int(row[0])
 
+            sent = time.monotonic()
             try:
                 expires = await self._run(renew, "renewing a lease", session_id, True)
             except StorageError as error:
                 log.warning("session %s: lease renewal failed, will retry: %s", session_id, error)
+                pause = held.ttl_s / 10
                 continue
+            if held.expired():  # the answer came too late to count
+                _log_lost(session_id, held)
+                return
+            pause = held.ttl_s / 3
+            held.valid_until = sent + held.ttl_s
             if expires is None:
+                held.refused = True
                 log.warning(
                     "session %s: lease token %d expired or was taken over; appends will be refused",
                     session_id,
@@ -155,3 +202,7 @@ class LeaseKeeper:
     def held(self) -> list[str]:
         """The sessions this backend holds leases on."""
         return list(self._held)
+
+
+def _log_lost(session_id: str, held: _Held) -> None:
+    log.warning("session %s: lease token %d is treated as lost: %s", session_id, held.lease.token, held.lost)

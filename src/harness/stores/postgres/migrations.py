@@ -34,6 +34,12 @@ byte-identical (a retried batch), inserts the rest, advances the length and send
 ``NOTIFY`` (delivered at commit). Refusals raise custom SQLSTATEs (``HX404`` no such
 session, ``HX409`` conflict, ``HX410`` lease lost, ``HX423`` lease held by another).
 
+Version 2 replaces ``append_events`` with one that takes ``p_retry``: before any lease
+check, a retried batch already stored byte for byte is reported stored (its first attempt
+committed but the reply was lost, and the lease may have passed to another writer since),
+and a refused writer (``HX410``) learns in ``HINT`` the seq up to which the log holds its
+batch, read after any append still holding the lease row has ended.
+
 ``events.session_key`` has no foreign key: rows are only ever inserted by
 ``append_events``, under the lock of the session row it has just read or inserted,
 and a per-row foreign-key check cost as much as the rest of the insert (measured:
@@ -169,9 +175,129 @@ def _to_1(s: sql.Identifier) -> list[sql.Composed]:
     ]
 
 
+def _to_2(s: sql.Identifier) -> list[sql.Composed]:
+    """``append_events`` learns what is already stored before it checks the lease (see the module
+    docs): a retried batch that committed is reported stored, and a refused writer is told
+    which of its events are in the log."""
+    return [
+        sql.SQL(
+            "DROP FUNCTION {s}.append_events(text, text, bigint, text, bigint, text, bigint, bigint, "
+            "bigint, text)"
+        ).format(s=s),
+        sql.SQL(
+            r"""
+            CREATE FUNCTION {s}.append_events(
+                p_id text, p_header text, p_created_at bigint, p_cwd text,
+                p_first bigint, p_lines text, p_last_time bigint, p_title_seq bigint,
+                p_token bigint, p_channel text, p_retry boolean
+            ) RETURNS bigint LANGUAGE plpgsql AS $fn$
+            DECLARE
+                v_lines text[] := string_to_array(p_lines, E'\n');
+                v_n bigint := coalesce(cardinality(v_lines), 0);
+                v_key bigint;
+                v_len bigint;
+                v_header text;
+                v_diff bigint;
+                v_same bigint;
+                v_owner text;
+                v_token bigint;
+                v_expires timestamptz;
+            BEGIN
+                -- A retried batch stored byte for byte already (the first attempt committed,
+                -- its reply was lost) is reported stored before any check: stored rows never
+                -- change. (Not for a first attempt: re-appending stored seqs is a conflict.)
+                SELECT key, length, header INTO v_key, v_len, v_header
+                  FROM {s}.sessions WHERE id = p_id;
+                IF p_retry AND FOUND AND v_n > 0 AND p_first >= 0 AND p_first + v_n <= v_len
+                   AND (p_header IS NULL OR v_header = p_header) THEN
+                    SELECT min(u.i) INTO v_diff
+                      FROM unnest(v_lines) WITH ORDINALITY AS u(line, i)
+                      LEFT JOIN {s}.events AS e ON e.session_key = v_key AND e.seq = p_first + u.i - 1
+                     WHERE e.line IS DISTINCT FROM u.line;
+                    IF v_diff IS NULL THEN
+                        RETURN p_first + v_n;
+                    END IF;
+                END IF;
+
+                SELECT owner, token, expires_at INTO v_owner, v_token, v_expires
+                  FROM {s}.leases WHERE session_id = p_id FOR SHARE;
+                IF p_token IS NOT NULL THEN
+                    IF v_token IS DISTINCT FROM p_token OR v_expires <= now() THEN
+                        -- Refused. Wait for any append still holding the lease row (an earlier
+                        -- attempt of this writer whose reply was lost), then say how much of
+                        -- this batch the log holds: HINT is the seq it is stored up to.
+                        PERFORM 1 FROM {s}.leases WHERE session_id = p_id FOR UPDATE;
+                        SELECT key, length INTO v_key, v_len FROM {s}.sessions WHERE id = p_id;
+                        v_same := 0;
+                        IF FOUND AND p_first < v_len THEN
+                            SELECT coalesce(min(u.i) - 1, least(v_n, v_len - p_first)) INTO v_same
+                              FROM unnest(v_lines[1:least(v_n, v_len - p_first)])
+                                   WITH ORDINALITY AS u(line, i)
+                              LEFT JOIN {s}.events AS e ON e.session_key = v_key AND e.seq = p_first + u.i - 1
+                             WHERE e.line IS DISTINCT FROM u.line;
+                        END IF;
+                        RAISE EXCEPTION USING ERRCODE = 'HX410', MESSAGE = 'lease lost',
+                            DETAIL = coalesce(v_token::text, ''), HINT = (p_first + v_same)::text;
+                    END IF;
+                ELSIF v_expires > now() THEN
+                    RAISE EXCEPTION USING ERRCODE = 'HX423', MESSAGE = 'lease held', DETAIL = v_owner,
+                        HINT = (extract(epoch FROM v_expires) * 1000)::bigint::text;
+                END IF;
+
+                SELECT key, length, header INTO v_key, v_len, v_header
+                  FROM {s}.sessions WHERE id = p_id FOR UPDATE;
+                IF NOT FOUND THEN
+                    IF p_header IS NULL THEN
+                        RAISE EXCEPTION USING ERRCODE = 'HX404', MESSAGE = 'no such session';
+                    END IF;
+                    INSERT INTO {s}.sessions (id, created_at, cwd, header)
+                         VALUES (p_id, p_created_at, p_cwd, p_header)
+                    ON CONFLICT (id) DO NOTHING
+                    RETURNING key, length, header INTO v_key, v_len, v_header;
+                    IF v_key IS NULL THEN  -- published by another writer meanwhile
+                        SELECT key, length, header INTO v_key, v_len, v_header
+                          FROM {s}.sessions WHERE id = p_id FOR UPDATE;
+                    END IF;
+                END IF;
+                IF p_header IS NOT NULL AND v_header <> p_header THEN
+                    RAISE EXCEPTION USING ERRCODE = 'HX409', MESSAGE = 'published by another writer',
+                        DETAIL = v_len::text, HINT = 'header';
+                END IF;
+                IF p_first > v_len OR p_first + v_n < v_len THEN
+                    RAISE EXCEPTION USING ERRCODE = 'HX409', MESSAGE = 'seq mismatch', DETAIL = v_len::text;
+                END IF;
+                IF v_len > p_first THEN  -- a stored prefix: accepted only if byte-identical
+                    SELECT min(u.i) INTO v_diff
+                      FROM unnest(v_lines[1:v_len - p_first]) WITH ORDINALITY AS u(line, i)
+                      LEFT JOIN {s}.events AS e ON e.session_key = v_key AND e.seq = p_first + u.i - 1
+                     WHERE e.line IS DISTINCT FROM u.line;
+                    IF v_diff IS NOT NULL THEN
+                        RAISE EXCEPTION USING ERRCODE = 'HX409', MESSAGE = 'stored event differs',
+                            DETAIL = v_len::text, HINT = (p_first + v_diff - 1)::text;
+                    END IF;
+                END IF;
+                IF p_first + v_n > v_len THEN
+                    INSERT INTO {s}.events (session_key, seq, line)
+                    SELECT v_key, v_len + u.i - 1, u.line
+                      FROM unnest(v_lines[v_len - p_first + 1:v_n]) WITH ORDINALITY AS u(line, i);
+                    UPDATE {s}.sessions
+                       SET length = p_first + v_n,
+                           last_time = p_last_time,
+                           title_seq = CASE WHEN p_title_seq >= v_len THEN p_title_seq ELSE title_seq END
+                     WHERE key = v_key;
+                    PERFORM pg_notify(p_channel, (p_first + v_n)::text);
+                END IF;
+                RETURN p_first + v_n;
+            END
+            $fn$
+            """
+        ).format(s=s),
+    ]
+
+
 Migration = Callable[[sql.Identifier], list[sql.Composed]]
 
-MIGRATIONS: list[Migration] = [_to_1]
+MIGRATIONS: list[Migration] = [_to_1, _to_2]
 """``MIGRATIONS[v]`` gives the statements taking version ``v`` to ``v + 1``."""
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

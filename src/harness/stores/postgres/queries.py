@@ -38,7 +38,7 @@ class Queries:
 
         self.append = q(
             "SELECT {s}.append_events(%s::text, %s::text, %s::bigint, %s::text, %s::bigint, %s::text, "
-            "%s::bigint, %s::bigint, %s::bigint, %s::text)"
+            "%s::bigint, %s::bigint, %s::bigint, %s::text, %s::boolean)"
         )
         self.length = q("SELECT length FROM {s}.sessions WHERE id = %s::text")
         self.header = q("SELECT key, header, length FROM {s}.sessions WHERE id = %s::text")
