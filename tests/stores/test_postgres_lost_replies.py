@@ -217,9 +217,7 @@ def test_a_retried_batch_is_stored_once_and_a_first_attempt_at_stored_seqs_confl
     run(go())
     lines = [chunk(seq).encode().decode() for seq in (1, 2)]
     with pg.connect() as conn:
-        call = (
-            "SELECT append_events(%s, NULL, NULL, NULL, 1, %s, 0, NULL, NULL, 'c', %s)"  # first seq 1
-        )
+        call = "SELECT append_events(%s, NULL, NULL, NULL, 1, %s, 0, NULL, NULL, 'c', %s)"  # first seq 1
         assert conn.execute(call, ("s1", "\n".join(lines), True)).fetchone() == (3,)
         with pytest.raises(psycopg.Error, match="seq mismatch"):
             conn.execute(call, ("s1", "\n".join(lines), False))

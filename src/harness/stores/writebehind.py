@@ -143,8 +143,14 @@ class WriteBehind:
             log = await read_whole(self._backend, self._id)
             for event in committed:
                 if event.seq >= len(log.events) or not stored_equals(log.events[event.seq], event):
+                    # What landed before it is ours and stays adopted; from here on another
+                    # writer's events are stored, so the rest of the queue never will be.
+                    self._queue = [queued for queued in self._queue if queued.seq >= event.seq]
+                    self._cursor = event.seq
+                    self._uncertain = False
                     raise SessionConflict(
-                        f"session {self._id!r}: stored event {event.seq} differs from the one being retried",
+                        f"session {self._id!r}: stored event {event.seq} differs from the one being "
+                        f"retried (another writer wrote after this one's events up to {event.seq - 1})",
                         expected=stored,
                         got=event.seq,
                     )

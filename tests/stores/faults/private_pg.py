@@ -36,9 +36,11 @@ def _free_port() -> int:
 
 
 class PrivateServer:
-    """One private cluster: ``dsn``, and ``stop``/``start``/``restart`` it at will."""
+    """One private cluster: ``dsn``, and ``stop``/``start``/``restart`` it at will. With
+    ``netns`` it runs inside that network namespace, listening on ``listen`` (a comma-separated
+    list of its addresses; ``dsn`` names the first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, netns: str | None = None, listen: str = "127.0.0.1") -> None:
         bin_dir = _bin_dir()
         need(bin_dir is not None and (bin_dir / "pg_ctl").exists(), "no PostgreSQL binaries (set PG_BIN)")
         assert bin_dir is not None
@@ -47,13 +49,19 @@ class PrivateServer:
         if os.geteuid() == 0:
             need(shutil.which("runuser") is not None, "runuser is needed to run PostgreSQL as postgres")
             self.as_postgres = ["runuser", "-u", "postgres", "--"]
+        self.listen = listen
+        if netns is not None:  # inside its own namespace every port is free
+            self.as_postgres = ["ip", "netns", "exec", netns, *self.as_postgres]
         self.dir = Path(tempfile.mkdtemp(prefix="harness-faults-pg-"))
         self.data = self.dir / "data"
         self.port = _free_port()
-        self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.dsn = f"postgresql://postgres@{listen.split(',')[0]}:{self.port}/postgres"
         if self.as_postgres:
             shutil.chown(self.dir, "postgres")
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        if listen != "127.0.0.1":  # reachable only inside the test's private namespaces
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write("host all all 0.0.0.0/0 trust\n")
 
     def _run(self, tool: str, *args: str) -> None:
         done = subprocess.run(
@@ -64,7 +72,7 @@ class PrivateServer:
 
     def _options(self) -> str:
         return (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.dir} "
+            f"-p {self.port} -c listen_addresses={self.listen} -c unix_socket_directories={self.dir} "
             "-c fsync=off -c full_page_writes=off -c max_connections=40"
         )
 
@@ -76,13 +84,14 @@ class PrivateServer:
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
 
-    def restart(self) -> None:
+    def restart(self, mode: str = "fast") -> None:
+        """Stop (``immediate``: as a crash, recovered from the WAL on start) and start again."""
         self._run(
             "pg_ctl",
             "-D",
             str(self.data),
             "-m",
-            "fast",
+            mode,
             "-o",
             self._options(),
             "-l",

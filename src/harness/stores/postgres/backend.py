@@ -24,8 +24,13 @@ Decisions:
   start is already stored is accepted only if that stored prefix is byte-identical
   (then only the rest is inserted): a batch retried after a lost reply succeeds
   once, never duplicates, and a different event at a stored seq is a conflict.
-  Connection failures are ``PersistenceFailed`` (the outcome may be unknown when the
-  connection broke during the commit; the retry is safe by the rule above).
+  A connection that broke after the statement was sent makes the outcome unknown
+  (``OutcomeUnknown``); one that broke at once is retried on a fresh connection, marked
+  as a retry, and a retried batch already stored byte for byte is reported stored before
+  any lease check. Failing to get a connection at all is ``PersistenceFailed``.
+* **Cut-off connections** fail within about ``io_timeout_s``: ``tcp_user_timeout``,
+  keepalives and ``connect_timeout`` come from it (``conninfo.connect_settings``), and a
+  connection that broke after waiting is not retried.
 * **Leases.** When this backend holds a lease on the session (``acquire``), the
   append carries its fencing token and the function refuses it (``LeaseLost``,
   nothing written) unless the token is current and unexpired. An append without a
