@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.ownership import EXIT_IN_USE
+from harness.cli.ownership import EXIT_IN_USE, taken_over_line
+from harness.errors import LeaseLost, SessionOwner
 from harness.session.session import Session
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
 from tests.agent.cli_support import stored
@@ -208,3 +209,12 @@ def test_the_options_need_a_session(tmp_path: Path, workspace: Path) -> None:
         assert code == 2 and "exclude each other" in output, output
         code, output = finished(harness(tmp_path / "s", server, workspace, "resume", "k", "--wait", "-1"))
         assert code == 2, output
+
+
+def test_the_taken_over_line_says_from_where_the_turn_was_not_stored() -> None:
+    by = SessionOwner(pid=42, host="h", store="s", since=None)
+    assert taken_over_line(LeaseLost("x", by=by)).endswith("; your turn was not stored")
+    # an earlier attempt of the refused batch had landed (PostgreSQL, a lost reply)
+    line = taken_over_line(LeaseLost("x", by=by, stored=17))
+    assert line.endswith("; your turn from seq 17 on was not stored")
+    assert "pid 42 on host h" in taken_over_line(LeaseLost("x", by=by))

@@ -88,8 +88,10 @@ def in_use_line(error: SessionInUse) -> str:
 
 
 def taken_over_line(error: LeaseLost) -> str:
-    """The line a command prints when another writer took its session over."""
-    return f"taken over by {_who(error.by)}; your turn was not stored"
+    """The line a command prints when another writer took its session over (``stored``: the
+    seq from which its events were refused, when the backend knows it)."""
+    rest = f" from seq {error.stored} on" if error.stored is not None else ""
+    return f"taken over by {_who(error.by)}; your turn{rest} was not stored"
 
 
 def live_line(session: Session, owner: SessionOwner) -> str:
