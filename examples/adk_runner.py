@@ -24,7 +24,7 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.genai import types
 
-from harness import JsonlBackend, SessionStore
+from harness import open_store
 from harness.integrations.adk import HarnessSessionService
 
 
@@ -61,7 +61,7 @@ async def main(root: Path) -> None:
         tools=[get_weather],
         output_key="user:last_answer",  # user state: shared by every session of this user
     )
-    async with SessionStore(JsonlBackend(root, compression="none")) as store:
+    async with open_store(f"jsonl:{root}", compression="none") as store:
         service = HarnessSessionService(store)
         runner = Runner(app_name="weather", agent=agent, session_service=service)
         await service.create_session(app_name="weather", user_id="ann", session_id="trip")
@@ -73,7 +73,7 @@ async def main(root: Path) -> None:
         await service.close()
 
     # a fresh store and service: what another process reads
-    async with SessionStore(JsonlBackend(root, compression="none")) as store:
+    async with open_store(f"jsonl:{root}", compression="none") as store:
         reader = HarnessSessionService(store)
         session = await reader.get_session(app_name="weather", user_id="ann", session_id="trip")
         assert session is not None

@@ -33,7 +33,7 @@ from typing import Annotated, Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from harness.integrations.langgraph import HarnessSaver
-from harness.stores import JsonlBackend, SessionStore
+from harness.stores import open_store
 
 THREAD = "resume-demo"
 STEPS = 4
@@ -65,7 +65,7 @@ def build_graph(saver: HarnessSaver, hang_at: int | None) -> Any:
 
 
 def open_saver(root: Path) -> HarnessSaver:
-    return HarnessSaver(SessionStore(JsonlBackend(root, compression="none")))
+    return HarnessSaver(open_store(f"jsonl:{root}", compression="none"))
 
 
 def run(root: Path, *, hang_at: int | None, resume: bool) -> list[str]:

@@ -34,8 +34,7 @@ from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from harness.integrations.openai_agents import HarnessSession
-from harness.stores.jsonl.backend import JsonlBackend
-from harness.stores.store import SessionStore
+from harness.stores import SessionStore, open_store
 
 SESSION_ID = "agents-resume-demo"
 READY = "child-ready"  # the file the child writes when it is about to be killed
@@ -99,7 +98,7 @@ def agent(model: Model) -> Agent[Any]:
 
 
 def store(root: Path) -> SessionStore:
-    return SessionStore(JsonlBackend(root, compression="none"))
+    return open_store(f"jsonl:{root}", compression="none")
 
 
 async def child(root: Path) -> None:

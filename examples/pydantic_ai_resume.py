@@ -35,7 +35,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_graph import End
 
 from harness.integrations.pydantic_ai import HarnessConversationStore
-from harness.stores import JsonlBackend, SessionStore
+from harness.stores import open_store
 
 CONVERSATION = "pydantic-ai-resume-demo"
 STEPS = 5
@@ -65,7 +65,7 @@ def build_agent(hang_at: int | None) -> Agent[None, str]:
 
 async def run_agent(root: Path, *, hang_at: int | None) -> str:
     """Run (or continue) the conversation to its end, saving it at every step."""
-    sessions = SessionStore(JsonlBackend(root, compression="none"))
+    sessions = open_store(f"jsonl:{root}", compression="none")
     store = HarnessConversationStore(sessions)
     loaded = await store.load(CONVERSATION)
     conversation = loaded or Conversation(conversation_id=CONVERSATION)
@@ -109,7 +109,7 @@ def demo(root: Path) -> int:
     print(f"worker killed (exit {worker.returncode})")
 
     async def stored() -> tuple[list[ModelMessage], str | None]:
-        sessions = SessionStore(JsonlBackend(root, compression="none"))
+        sessions = open_store(f"jsonl:{root}", compression="none")
         store = HarnessConversationStore(sessions)
         loaded = await store.load(CONVERSATION)
         session_id = await store.session_of(CONVERSATION)

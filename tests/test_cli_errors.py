@@ -49,7 +49,7 @@ def test_sessions_names_the_root_it_found_empty(tmp_path: Path) -> None:
 @pytest.mark.parametrize("spec", ["sqlite:", "jsonl:"])
 def test_a_store_spec_without_its_target_is_a_usage_error(tmp_path: Path, spec: str) -> None:
     result = CliRunner().invoke(app, ["--store", spec, "sessions"])
-    assert result.exit_code == 2 and "needs a" in result.stderr, result.output
+    assert result.exit_code == 2 and "names no location" in result.stderr, result.output
 
 
 def test_verify_json_reports_a_missing_sqlite_file_as_one_document(tmp_path: Path) -> None:

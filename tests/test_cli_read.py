@@ -124,13 +124,14 @@ def test_the_loading_bar_draws_on_a_terminal_and_stays_silent_otherwise() -> Non
 
 
 def test_store_spec_selects_each_backend() -> None:
-    from harness.cli.app import DEFAULT_ROOT, parse_store
+    from harness.cli.app import DEFAULT_ROOT
+    from harness.stores.open import StoreSpec, parse_store_spec
 
-    assert parse_store("postgresql://127.0.0.1/test") == ("db", "postgresql://127.0.0.1/test")
-    assert parse_store("postgres://h/db") == ("db", "postgres://h/db")
-    assert parse_store("sqlite:/tmp/s.db") == ("sqlite", "/tmp/s.db")
-    assert parse_store("jsonl:/tmp/root") == ("jsonl", "/tmp/root")
-    assert parse_store("/tmp/root") == ("jsonl", "/tmp/root")
+    assert parse_store_spec("postgresql://127.0.0.1/test") == StoreSpec("postgresql", "postgresql://127.0.0.1/test")
+    assert parse_store_spec("postgres://h/db") == StoreSpec("postgresql", "postgres://h/db")
+    assert parse_store_spec("sqlite:/tmp/s.db") == StoreSpec("sqlite", "/tmp/s.db")
+    assert parse_store_spec("jsonl:/tmp/root") == StoreSpec("jsonl", "/tmp/root")
+    assert parse_store_spec("/tmp/root") == StoreSpec("jsonl", "/tmp/root")
     assert DEFAULT_ROOT.endswith("harness/sessions")
 
 

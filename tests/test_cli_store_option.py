@@ -115,6 +115,6 @@ def test_store_after_the_command_beats_the_environment(stores: dict[str, str], t
 
 
 def test_store_after_the_command_keeps_the_root_options_checks(stores: dict[str, str]) -> None:
-    for spec, named in (("sqlite:", "FILE"), ("jsonl:", "DIR")):
+    for spec, named in (("sqlite:", "sqlite:FILE"), ("jsonl:", "jsonl:DIR")):
         code, _, err = cli("log", "s1", "--store", spec)
-        assert code == 2 and f"needs a {named} after the colon" in err
+        assert code == 2 and f"names no location: write {named}" in err

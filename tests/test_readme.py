@@ -59,7 +59,7 @@ BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
 
 def test_the_readme_has_python_to_run() -> None:
     assert len(BLOCKS) >= 2
-    assert any("SessionStore" in code and "JsonlBackend" in code for _line, code in BLOCKS)
+    assert any("open_store" in code and "store.flush" in code for _line, code in BLOCKS)
 
 
 @pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"README.md:{line}" for line, _ in BLOCKS])

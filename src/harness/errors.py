@@ -51,6 +51,8 @@ Every error the public API raises on bad input or a refused operation is a
         ├── PersistenceFailed     a write or fsync failed; the batch stays queued
         │   └── OutcomeUnknown    a failed fsync or rollback: the batch may or may not be stored
         ├── UnsafeStorage         a store file or folder others can reach, or a symbolic link
+        ├── StoreSpecError        a store spec harness cannot open (an unknown scheme, a bad option)
+        ├── StoreNotFound         a reader named a store that does not exist (none is created)
         ├── SessionInUse          another live writer owns the session (``.owner`` names it)
         │   └── LeaseHeld         another owner holds an unexpired lease (also WriteRefused)
         ├── LeaseLost             this writer's ownership expired or was taken over; nothing written
@@ -113,6 +115,8 @@ __all__ = [
     "SessionNotFound",
     "SessionOwner",
     "StorageError",
+    "StoreNotFound",
+    "StoreSpecError",
     "SummaryFailed",
     "SurfaceRuleError",
     "TelemetryConfigError",
@@ -330,6 +334,17 @@ class SessionHasForks(StorageError):
 class UnsafeStorage(StorageError):
     """A store refused its location: a file or folder another user owns or may reach (group or
     world permission bits), a symbolic link, or not a regular file (the dsh SQLite rules)."""
+
+
+class StoreSpecError(StorageError, ValueError):
+    """A store spec (``open_store``, ``--store``) that names no store harness can open: an
+    unknown scheme (the message lists the known ones), a missing location, an option the
+    backend does not take."""
+
+
+class StoreNotFound(StorageError):
+    """A reader (``open_store(spec, create=False)``, a CLI read command) named a store that
+    does not exist; none was created."""
 
 
 @dataclass(frozen=True)

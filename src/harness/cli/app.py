@@ -30,12 +30,15 @@ from harness.errors import (
     SessionNotFound,
     SessionOwner,
     StorageError,
+    StoreNotFound,
+    StoreSpecError,
     UnsupportedFormat,
 )
 from harness.events.event import Event
 from harness.events.json import dumps, thaw
 from harness.session.session import Session
 from harness.stores.backend import Backend, SessionInfo, StoredLog, read_whole
+from harness.stores.open import StoreSpec, open_backend, parse_store_spec
 from harness.stores.store import SessionStore, restore_stored
 
 app = typer.Typer(
@@ -56,56 +59,50 @@ DEFAULT_ROOT = os.path.join(_data_home(), "harness", "sessions")
 """Where sessions go by default: JSONL (format v0) under the user data directory."""
 
 
-def parse_store(spec: str) -> tuple[str, str]:
-    """``--store SPEC`` as ``(kind, target)``: ``postgresql://…`` (or ``postgres://``),
-    ``sqlite:PATH``, ``jsonl:DIR``, or a bare directory (a JSONL root)."""
-    if spec.startswith(("postgresql://", "postgres://")):
-        return "db", spec
-    kind, sep, target = spec.partition(":")
-    if sep and kind in ("sqlite", "jsonl") and target:
-        return kind, target
-    return "jsonl", spec
+def _spec(text: str) -> StoreSpec:
+    """``text`` as a store spec, or exit 2 naming what is wrong (an unknown scheme, no path)."""
+    try:
+        return parse_store_spec(text)
+    except StoreSpecError as error:
+        _fail(str(error), 2)
 
 
 class _Options:
-    """The store the root options chose. ``compression`` is ``None`` unless given: a JSONL
-    root then reads (and writes) in the encoding its logs already use, zstd when empty."""
+    """The store the root options chose, as one spec. ``compression`` is ``None`` unless given:
+    a JSONL root then reads (and writes) in the encoding its logs already use, zstd when empty.
+    ``db_schema`` applies to a PostgreSQL URL that names no ``?schema=``."""
 
-    def __init__(
-        self,
-        root: str,
-        compression: str | None,
-        sqlite: str | None,
-        db: str | None = None,
-        db_schema: str = "harness",
-    ) -> None:
-        self.root = root
+    def __init__(self, spec: StoreSpec, compression: str | None, db_schema: str = "harness") -> None:
+        self.spec = spec
         self.compression = compression
-        self.sqlite = sqlite
-        self.db = db
         self.db_schema = db_schema
 
+    @property
+    def root(self) -> str:
+        """The JSONL root (``DEFAULT_ROOT`` when the store is not a JSONL root)."""
+        return self.spec.target if self.spec.scheme == "jsonl" else DEFAULT_ROOT
+
+    @property
+    def sqlite(self) -> str | None:
+        return self.spec.target if self.spec.scheme == "sqlite" else None
+
+    @property
+    def db(self) -> str | None:
+        return self.spec.target if self.spec.scheme == "postgresql" else None
+
     def backend(self, *, reading: bool = False) -> Backend:
-        """The chosen backend. ``reading``: a read command, which never creates a store, so
-        an SQLite file that does not exist is refused (a typo would silently list nothing
-        and leave an empty database behind)."""
-        if reading and self.sqlite and not self.db and not os.path.exists(self.sqlite):
-            _fail(f"no SQLite file at {self.sqlite} (a read command creates none)", 2)
-        if self.db:
-            from harness.stores.postgres import PostgresBackend
-
-            return PostgresBackend(self.db, schema=self.db_schema)
-        if self.sqlite:
-            from harness.stores.dsh_sqlite import open_sqlite_backend
-
-            return open_sqlite_backend(self.sqlite)  # a dsh database is told by its application id
-        from harness.stores.jsonl.backend import JsonlBackend
-        from harness.stores.jsonl.paths import Compression, root_compression
-
-        found: Compression = "zstd" if self.compression == "zstd" else "none"
-        if self.compression is None:
-            found = root_compression(self.root) or "zstd"  # a mixed root is refused here, naming a log
-        return JsonlBackend(self.root, compression=found)
+        """The chosen backend (``open_backend``). ``reading``: a read command, which never
+        creates a store, so an SQLite file that does not exist is refused (a typo would
+        silently list nothing and leave an empty database behind)."""
+        options: dict[str, Any] = {}
+        if self.spec.scheme == "jsonl":
+            options["compression"] = self.compression
+        elif self.spec.scheme == "postgresql" and "schema" not in self.spec.options:
+            options["schema"] = self.db_schema
+        try:
+            return open_backend(self.spec, create=not reading, **options)
+        except (StoreSpecError, StoreNotFound) as error:
+            _fail(str(error), 2)
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -161,18 +158,8 @@ def _choose_store(ctx: typer.Context, spec: str | None) -> str | None:
     (``--store``, ``--root``, ``--sqlite``, ``--db``) or by the environment."""
     if not spec:
         return spec
-    root = ctx.find_root()
-    if spec in ("sqlite:", "jsonl:"):
-        _fail(f"--store {spec} needs a {'FILE' if spec == 'sqlite:' else 'DIR'} after the colon", 2)
-    kind, target = parse_store(spec)
     options = _options(ctx)
-    root.obj = _Options(
-        target if kind == "jsonl" else options.root,
-        options.compression,
-        target if kind == "sqlite" else None,
-        target if kind == "db" else None,
-        options.db_schema,
-    )
+    ctx.find_root().obj = _Options(_spec(spec), options.compression, options.db_schema)
     return spec
 
 
@@ -266,16 +253,10 @@ def root(
         ]
         if others:
             _fail(f"--store and {', '.join(others)} both choose the store: give one of them", 2)
-        if store in ("sqlite:", "jsonl:"):  # it would be read as a JSONL root named "sqlite:"
-            _fail(f"--store {store} needs a {'FILE' if store == 'sqlite:' else 'DIR'} after the colon", 2)
-        kind, target = parse_store(store)
-        store_root, sqlite, db = DEFAULT_ROOT, None, None
-        if kind == "db":
-            db = target
-        elif kind == "sqlite":
-            sqlite = target
-        else:
-            store_root = target
+        source = getattr(ctx.get_parameter_source("compression"), "name", None)
+        chosen_compression = compression if source in ("COMMANDLINE", "ENVIRONMENT") else None
+        ctx.obj = _Options(_spec(store), chosen_compression, db_schema)
+        return
     if db and sqlite:
         # An option given on the command line beats one from the environment.
         explicit = {
@@ -290,7 +271,13 @@ def root(
         else:
             sqlite = None
     given = getattr(ctx.get_parameter_source("compression"), "name", None) in ("COMMANDLINE", "ENVIRONMENT")
-    ctx.obj = _Options(store_root, compression if given else None, sqlite, db, db_schema)
+    if db:  # a URL, or a libpq key=value string ("host=h dbname=d")
+        chosen = _spec(db) if db.startswith(("postgresql:", "postgres:")) else StoreSpec("postgresql", db)
+    elif sqlite:
+        chosen = _spec(f"sqlite:{sqlite}")
+    else:
+        chosen = _spec(f"jsonl:{store_root}")
+    ctx.obj = _Options(chosen, compression if given else None, db_schema)
 
 
 @app.command()
@@ -360,7 +347,7 @@ def sessions(
     console = Console()
     if not infos:
         options = _options(ctx)
-        where = "" if options.sqlite or options.db else f" under {options.root}"
+        where = f" under {options.root}" if options.spec.scheme == "jsonl" else ""
         console.print(Text(f"no stored sessions{where}", style="dim"), soft_wrap=True)
         return
     console.print(sessions_table(infos, console.width), crop=False)  # an id wider than the screen stays whole
@@ -561,7 +548,7 @@ def verify(
         report = _verify_log(target, lambda: read_log_file(target).stored_log())
     elif os.path.exists(target):
         report = {"target": target, "valid": False, "problem": "not a regular file", "exit": 2}
-    elif (sqlite := _options(ctx).sqlite) and not _options(ctx).db and not os.path.exists(sqlite):
+    elif (sqlite := _options(ctx).sqlite) and not os.path.exists(sqlite):
         problem = f"no SQLite file at {sqlite} (a read command creates none)"
         report = {"target": target, "valid": False, "problem": problem, "exit": 2}
     else:

@@ -15,30 +15,24 @@ from typing import Any
 
 import typer
 
-from harness.cli.app import _errors, _fail, _options, parse_store
+from harness.cli.app import _errors, _fail, _options, _spec
 from harness.stores.backend import Backend
+from harness.stores.open import open_backend
 from harness.stores.transfer import CopiedSession, copy_sessions
 
 __all__ = ["export_to"]
 
 
 def _target(spec: str, layout: str, compression: str | None) -> Backend:
-    kind, target = parse_store(spec)
-    if kind == "db":
-        from harness.stores.postgres import PostgresBackend
-
-        return PostgresBackend(target)
-    if kind == "sqlite":
-        from harness.stores.dsh_sqlite import open_sqlite_backend
-
-        return open_sqlite_backend(target, layout="dsh" if layout == "dsh" else "harness")
-    from harness.stores.jsonl.backend import JsonlBackend
-    from harness.stores.jsonl.paths import Compression, root_compression
-
-    chosen: Compression = "zstd" if compression == "zstd" else "none"
-    if compression is None:
-        chosen = root_compression(target) or "zstd"
-    return JsonlBackend(target, compression=chosen)
+    """The store ``--to`` names, opened for writing (``--layout`` for a new SQLite file,
+    ``--to-compression`` for a JSONL root)."""
+    parsed = _spec(spec)
+    options: dict[str, Any] = {}
+    if parsed.scheme == "sqlite":
+        options["layout"] = layout
+    elif parsed.scheme == "jsonl":
+        options["compression"] = compression
+    return open_backend(parsed, **options)
 
 
 def export_to(
@@ -50,8 +44,6 @@ def export_to(
     as_json: bool,
 ) -> None:
     """Copy ``ids`` (all sessions when empty) from the chosen store into the store ``spec``."""
-    if spec in ("sqlite:", "jsonl:"):
-        _fail(f"--to {spec} needs a {'FILE' if spec == 'sqlite:' else 'DIR'} after the colon", 2)
     if layout not in ("harness", "dsh"):
         _fail(f"--layout must be harness or dsh, not {layout!r}", 2)
     if compression not in (None, "zstd", "none"):

@@ -42,7 +42,7 @@ def _console() -> Console:
 def _missing_root(ctx: typer.Context) -> str | None:
     """The JSONL root the options chose when it does not exist (a read command creates none)."""
     options = _options(ctx)
-    if options.sqlite or options.db or os.path.isdir(options.root):
+    if options.spec.scheme != "jsonl" or os.path.isdir(options.root):
         return None
     return options.root
 

@@ -49,9 +49,9 @@ def serve(
     from harness.viewer.server import serve as run
 
     options = _options(ctx)
-    if options.sqlite and not options.db and not os.path.exists(options.sqlite):
+    if options.sqlite and not os.path.exists(options.sqlite):
         _fail(f"no SQLite file at {options.sqlite} (the viewer creates none)", 2)
-    if not options.sqlite and not options.db and not os.path.isdir(options.root):
+    if options.spec.scheme == "jsonl" and not os.path.isdir(options.root):
         _fail(f"no JSONL session root at {options.root} (the viewer creates none)", 2)
     backend_of = options.backend
 

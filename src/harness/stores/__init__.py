@@ -4,6 +4,7 @@ The store API is async: ``await store.create()``, ``await store.load(id)``, ``aw
 store.flush(session)``. Backends: ``JsonlBackend`` (DeepSeek Harness's files, plain or zstd),
 ``SqliteBackend``, ``DshSqliteBackend`` (dsh's own SQLite databases, schema 17),
 ``PostgresBackend`` (fenced leases, live tail; imports ``psycopg``) and ``MemoryBackend``.
+``open_store(spec)`` opens the store a spec names (the one door: ``harness.stores.open``);
 ``read_session_file`` reads one JSONL session file without a store; ``copy_sessions`` copies
 sessions between backends; ``open_sqlite_backend`` opens either SQLite layout.
 
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
     from harness.stores.jsonl.paths import Compression
     from harness.stores.leases import Lease, LeasingBackend, TailingBackend
     from harness.stores.memory import MemoryBackend
+    from harness.stores.open import (
+        Scheme,
+        StoreSpec,
+        known_schemes,
+        open_backend,
+        open_store,
+        parse_store_spec,
+        register_scheme,
+    )
     from harness.stores.postgres import PostgresBackend
     from harness.stores.sqlite import SqliteBackend
     from harness.stores.store import Progress, SessionStore
@@ -47,9 +57,11 @@ __all__ = [
     "PostgresBackend",
     "Progress",
     "ReadProgress",
+    "Scheme",
     "SessionInfo",
     "SessionStore",
     "SqliteBackend",
+    "StoreSpec",
     "StoredLog",
     "TailingBackend",
     "TornTail",
@@ -57,9 +69,14 @@ __all__ = [
     "copy_sessions",
     "decode_segment",
     "encode_segment",
+    "known_schemes",
+    "open_backend",
     "open_sqlite_backend",
+    "open_store",
+    "parse_store_spec",
     "project_key",
     "read_session_file",
+    "register_scheme",
     "root_compression",
 ]
 
@@ -84,6 +101,15 @@ _EXPORTS = {
     "harness.stores.jsonl.paths": ("Compression",),
     "harness.stores.leases": ("Lease", "LeasingBackend", "TailingBackend"),
     "harness.stores.memory": ("MemoryBackend",),
+    "harness.stores.open": (
+        "Scheme",
+        "StoreSpec",
+        "known_schemes",
+        "open_backend",
+        "open_store",
+        "parse_store_spec",
+        "register_scheme",
+    ),
     "harness.stores.postgres": ("PostgresBackend",),
     "harness.stores.sqlite": ("SqliteBackend",),
     "harness.stores.store": ("Progress", "SessionStore"),
