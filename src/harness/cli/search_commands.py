@@ -26,7 +26,7 @@ from harness.cli.app import (
 from harness.cli.render import plural
 from harness.query import EventFilter
 from harness.search import IndexReport, SearchHit, SearchIndex, SearchPage, open_search_index
-from harness.stores.jsonl.backend import JsonlBackend
+from harness.stores.capabilities import SessionFiles
 from harness.stores.store import SessionStore
 
 __all__ = ["MARKS", "fit_snippet"]
@@ -51,7 +51,7 @@ def _index_of(store: SessionStore) -> SearchIndex:
     """The store's index; for a JSONL root that does not exist, an empty one in memory (a read
     command creates no directory and no file: it finds nothing, as ``sessions`` does)."""
     backend = store.backend
-    if isinstance(backend, JsonlBackend) and not os.path.isdir(backend.root):
+    if isinstance(backend, SessionFiles) and not os.path.isdir(backend.root):
         return open_search_index(store, path=":memory:")
     return open_search_index(store)
 

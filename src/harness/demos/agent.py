@@ -262,11 +262,10 @@ async def _compaction_section(out: Console, sessions: Path, workspace: Path) -> 
     from harness.agent.loop import Agent, AgentSettings
     from harness.compaction import CompactionPolicy, ExtractiveSummarizer, FallbackSummarizer, LlmSummarizer
     from harness.providers.deepseek import DeepSeekProvider
-    from harness.stores.jsonl.backend import JsonlBackend
-    from harness.stores.store import SessionStore
+    from harness.stores.open import open_store
 
     out.rule(f"4. automatic compaction (the scripted model's window: {_WINDOW:,} tokens)")
-    store = SessionStore(JsonlBackend(sessions))
+    store = open_store(f"jsonl:{sessions}")
     with FakeDeepSeek([_compaction_reply] * 8, api_key=DEMO_KEY) as server:
         provider = DeepSeekProvider(
             server.base_url, api_key=DEMO_KEY, model_windows={"deepseek-v4-flash": _WINDOW}

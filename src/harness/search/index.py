@@ -34,6 +34,7 @@ from harness.search.plan import SessionState, plan_session
 from harness.search.results import IndexReport, SearchHit, SearchPage, StaleSession, snippet
 from harness.search.sources import probe, read_committed
 from harness.stores.backend import Backend
+from harness.stores.capabilities import DatabaseFile, SessionFiles, SqlSchema
 from harness.stores.store import SessionStore
 
 __all__ = ["INDEX_SIDECAR", "MAX_HITS", "SearchIndex", "forget_deleted", "open_search_index", "sidecar_path"]
@@ -239,13 +240,9 @@ def _hit(candidate: Candidate, needle: TextNeedle) -> SearchHit:
 
 def sidecar_path(backend: Backend) -> str | None:
     """Where the sidecar index of ``backend`` lives, ``None`` for a database-held index."""
-    from harness.stores.dsh_sqlite import DshSqliteBackend
-    from harness.stores.jsonl.backend import JsonlBackend
-    from harness.stores.sqlite import SqliteBackend
-
-    if isinstance(backend, JsonlBackend):
+    if isinstance(backend, SessionFiles):
         return os.path.join(os.path.abspath(backend.root), INDEX_SIDECAR)
-    if isinstance(backend, SqliteBackend | DshSqliteBackend):
+    if isinstance(backend, DatabaseFile):
         return str(backend.path) + INDEX_SIDECAR
     return None
 
@@ -257,13 +254,11 @@ def open_search_index(
     doc says it lives; ``path`` puts a sidecar index elsewhere (not for PostgreSQL).
     Nothing is opened until first use."""
     backend = store.backend if isinstance(store, SessionStore) else store
-    if type(backend).__name__ == "PostgresBackend":  # not imported otherwise: psycopg loads with it
+    if isinstance(backend, SqlSchema):
         if path is not None:
-            raise ValueError("a PostgreSQL store keeps its index in its own database: no path")
+            raise ValueError("a store in a database server keeps its index in its own schema: no path")
         from harness.search.pgindex import PostgresIndex
-        from harness.stores.postgres import PostgresBackend
 
-        assert isinstance(backend, PostgresBackend)
         return SearchIndex(backend, PostgresIndex(backend))
     from harness.search.sidecar import SidecarIndex
 
@@ -275,10 +270,7 @@ async def forget_deleted(store: SessionStore | Backend, session_id: str) -> bool
     """Drop ``session_id`` from the store's index if the store has one (none is created).
     True when an index was there. ``harness delete`` calls it after ``SessionStore.delete``."""
     backend = store.backend if isinstance(store, SessionStore) else store
-    if type(backend).__name__ == "PostgresBackend":
-        from harness.stores.postgres import PostgresBackend
-
-        assert isinstance(backend, PostgresBackend)
+    if isinstance(backend, SqlSchema):
         schema = backend.schema
 
         async def exists(conn: Any) -> bool:

@@ -42,7 +42,7 @@ from harness.search.fold import fold_text
 from harness.search.plan import SessionPlan, SessionState
 from harness.search.prefilter import PrefilterDialect, build_prefilter
 from harness.search.sidecar import CLASSIFICATIONS_BY_CODE
-from harness.stores.postgres.backend import PostgresBackend
+from harness.stores.capabilities import SqlSchema
 from harness.stores.postgres.codec import db_text, from_db_text
 
 __all__ = ["SEARCH_SCHEMA_VERSION", "PostgresIndex", "tsvector_literal"]
@@ -167,9 +167,9 @@ def _s(blob: bytes | memoryview) -> str:
 
 
 class PostgresIndex:
-    """The index in the PostgreSQL schema of a ``PostgresBackend`` (its connection pool)."""
+    """The index in the PostgreSQL schema of a ``SqlSchema`` backend (its connection pool)."""
 
-    def __init__(self, backend: PostgresBackend) -> None:
+    def __init__(self, backend: SqlSchema) -> None:
         self._backend = backend
         self._schema = backend.schema
         self._s = sql.Identifier(backend.schema)

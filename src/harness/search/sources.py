@@ -3,8 +3,9 @@
 ``probe`` gives each stored session a token that changes whenever the session may have
 changed, cheaply, so that a catch-up reads only the sessions that did:
 
-* a JSONL root: the log file's device, inode, size and modification time (``stat`` only;
-  the store's ``list`` would read every file to count its events). The token is taken
+* a backend of session files (a JSONL root): the log file's device, inode, size and
+  modification time (``stat`` only; the store's ``list`` would read every file to count
+  its events). The token is taken
   before the file is read, so an append racing the read changes it again and the next
   catch-up reads the session once more;
 * any other backend: ``list()``'s event count, last activity and creation time (SQLite and
@@ -27,6 +28,7 @@ from typing import Any
 from harness.events.event import Event
 from harness.session.header import SessionHeader
 from harness.stores.backend import Backend, StoredLog, WireStream
+from harness.stores.capabilities import SessionFiles
 from harness.stores.store import restore_logged
 
 __all__ = ["Probe", "probe", "read_committed"]
@@ -43,16 +45,9 @@ class Probe:
         self.problems = problems
 
 
-def _jsonl_probe(backend: Any) -> Probe:
-    from harness.stores.jsonl.paths import Layout, decode_segment
-
-    layout = Layout(backend.root, backend.compression)
+def _file_probe(backend: SessionFiles) -> Probe:
     tokens: dict[str, str] = {}
-    for path in layout.all_logs():
-        folder = os.path.basename(os.path.dirname(path))
-        session_id = decode_segment(folder)
-        if session_id is None:
-            continue  # a directory harness did not name: the store does not read it either
+    for session_id, path in backend.session_files():
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -63,12 +58,10 @@ def _jsonl_probe(backend: Any) -> Probe:
 
 async def probe(backend: Backend) -> Probe:
     """The change token of every stored session (see the module doc)."""
-    from harness.stores.jsonl.backend import JsonlBackend
-
-    if isinstance(backend, JsonlBackend):
+    if isinstance(backend, SessionFiles):
         import asyncio
 
-        return await asyncio.to_thread(_jsonl_probe, backend)
+        return await asyncio.to_thread(_file_probe, backend)
     tokens: dict[str, str] = {}
     problems: dict[str, str] = {}
     for info in await backend.list():

@@ -596,6 +596,9 @@ class SqliteBackend(ThreadedDatabase):
         """Append ``closers`` in one transaction (SQLite logs have no torn tails to cut)."""
         await self.append(session_id, closers)
 
+    tail_polls = True
+    """Its live tail polls the database (``capabilities.tail_wakes_on_commit``)."""
+
     def tail(self, session_id: str, from_seq: int = 0) -> AsyncGenerator[Event, None]:
         """The committed events with ``seq >= from_seq`` in order, then each new batch as it
         commits, until the iterator is closed (``TailingBackend``; see ``sqlite_tail``: it

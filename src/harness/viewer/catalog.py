@@ -25,8 +25,8 @@ from harness.query.forks import Lineage, lineage
 from harness.session.header import SessionHeader
 from harness.session.session import Session
 from harness.stores.backend import SessionInfo
+from harness.stores.capabilities import SessionFiles
 from harness.stores.ids import check_session_id
-from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 
 __all__ = ["Catalog", "Loaded", "SessionSummary"]
@@ -120,7 +120,7 @@ class Catalog:
     @property
     def files(self) -> bool:
         """Whether the store keeps each session in a file (a JSONL root)."""
-        return isinstance(self._store.backend, JsonlBackend)
+        return isinstance(self._store.backend, SessionFiles)
 
     async def list(self) -> list[SessionInfo]:
         """Every session, latest activity first (a damaged one too, with its problem)."""
@@ -181,8 +181,8 @@ class Catalog:
             # a fresh backend over the same root: the store's own caches what it learned of
             # each log's length, and another process may have appended since
             backend = self._store.backend
-            assert isinstance(backend, JsonlBackend)
-            fresh = SessionStore(JsonlBackend(backend.root, compression=backend.compression))
+            assert isinstance(backend, SessionFiles)
+            fresh = SessionStore(backend.reopen())
             try:
                 session = await fresh.inspect(session_id)
                 stored = await fresh.backend.stored_length(session_id)

@@ -1,7 +1,7 @@
 """Live updates of a session page, as server-sent events (``/session/live``).
 
 The stream says when the stored log grew and what state the session is in. A PostgreSQL
-store is followed through its tail (``TailingBackend``: LISTEN/NOTIFY, no polling); a JSONL
+store is followed through its tail (``tail_wakes_on_commit``: LISTEN/NOTIFY, no polling); a JSONL
 root or an SQLite file is watched by polling the log's version (the file's size and time,
 or the stored length) every ``poll`` seconds. Each message is JSON:
 
@@ -28,9 +28,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from harness.errors import HarnessError
-from harness.stores.jsonl.backend import JsonlBackend
-from harness.stores.leases import TailingBackend
-from harness.stores.sqlite import SqliteBackend
+from harness.stores.capabilities import tail_wakes_on_commit
 from harness.viewer.catalog import Catalog, Loaded
 
 __all__ = ["live_response", "session_state"]
@@ -77,8 +75,8 @@ def _message(kind: str, value: Any) -> bytes:
 async def _wakeups(catalog: Catalog, session_id: str, since: int, poll: float) -> AsyncIterator[None]:
     """Yields whenever the stored log of ``session_id`` may have grown past ``since``."""
     backend = catalog.store.backend
-    # JSONL and SQLite tails poll too; the version poll below is the cheaper of the two here.
-    if isinstance(backend, TailingBackend) and not isinstance(backend, (JsonlBackend, SqliteBackend)):
+    # A tail that polls (JSONL, SQLite) is no better than the cheaper version poll below.
+    if tail_wakes_on_commit(backend):
         tail = catalog.store.tail(session_id, since)
         try:
             async for _ in tail:

@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from typing import Any, Final, TypeVar
 
 import zstandard
@@ -148,6 +148,21 @@ class JsonlBackend:
     @property
     def compression(self) -> Compression:
         return self._compression
+
+    tail_polls = True
+    """Its live tail polls the log (``capabilities.tail_wakes_on_commit``)."""
+
+    def session_files(self) -> Iterator[tuple[str, str]]:
+        """``(session id, path)`` of every log under the root (``capabilities.SessionFiles``);
+        a folder whose name harness did not make is skipped, as the store skips it."""
+        for path in self._layout.all_logs():
+            session_id = decode_segment(os.path.basename(os.path.dirname(path)))
+            if session_id is not None:
+                yield session_id, path
+
+    def reopen(self) -> JsonlBackend:
+        """A new backend over the same root, with nothing this one learned cached."""
+        return JsonlBackend(self.root, self._compression, self._pack, threaded=self._threaded)
 
     def locate(self, header: SessionHeader) -> str:
         """The log path of a session (nothing is touched)."""

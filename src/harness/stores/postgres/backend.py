@@ -676,6 +676,9 @@ class PostgresBackend:
 
     # -- leases and tail ------------------------------------------------------------------
 
+    tail_polls = False
+    """Its live tail is woken by each commit (``NOTIFY``), never by polling."""
+
     async def acquire(self, session_id: str, owner: str, ttl_s: float, *, takeover: bool = False) -> Lease:
         """Take the fenced lease on ``session_id`` (see ``harness.stores.leases``)."""
         check_session_id(session_id)
