@@ -100,5 +100,5 @@ if __name__ == "__main__":
     asyncio.run(main(target))
     sys.stdout.flush()
     subprocess.run(
-        [sys.executable, "-m", "harness", "--root", str(target), "log", "adk/weather/ann/trip"], check=True
+        [sys.executable, "-m", "harness", "--store", str(target), "log", "adk/weather/ann/trip"], check=True
     )

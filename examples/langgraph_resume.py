@@ -101,7 +101,7 @@ def demo(root: Path) -> int:
     print(f"graph: {run(root, hang_at=None, resume=True)}")
     print(f"harness log {session_id}")
     log = subprocess.run(
-        [sys.executable, "-m", "harness", "--root", str(root), "log", session_id],
+        [sys.executable, "-m", "harness", "--store", str(root), "log", session_id],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "100"},

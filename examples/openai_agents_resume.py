@@ -11,7 +11,7 @@ for the API). What it does:
 2. the parent opens the same session from the same JSONL root: the question, the call and
    its output survived (``add_items`` returned only after a durable flush), and the run is
    resumed from there with a new ``Runner.run`` whose model answers;
-3. ``harness --root ROOT log ID`` prints the session, as for any harness session.
+3. ``harness --store ROOT log ID`` prints the session, as for any harness session.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
     print(f"survived the kill: {len(survived)} items: {', '.join(kinds)}")
     print(f"resumed run answered: {answer}")
     log = subprocess.run(
-        [sys.executable, "-m", "harness", "--root", str(root), "--compression", "none", "log", SESSION_ID],
+        [sys.executable, "-m", "harness", "--store", str(root), "--compression", "none", "log", SESSION_ID],
         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "80"},
     )  # fmt: skip
     print(log.stdout, end="")

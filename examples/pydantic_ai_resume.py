@@ -127,7 +127,7 @@ def demo(root: Path) -> int:
     assert session_id is not None
     print(f"harness log {session_id}")
     log = subprocess.run(
-        [sys.executable, "-m", "harness", "--root", str(root), "log", session_id],
+        [sys.executable, "-m", "harness", "--store", str(root), "log", session_id],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "80"},

@@ -103,12 +103,12 @@ def test_yes_deletes_without_asking_and_drops_the_index_rows(tmp_path: Path) -> 
 
 def test_missing_ids_and_parents_of_forks_are_refused(tmp_path: Path) -> None:
     fill(JsonlBackend(tmp_path), fork=True)
-    code, _, err = cli("--root", str(tmp_path), "delete", "nope", "--yes")
+    code, _, err = cli("--store", str(tmp_path), "delete", "nope", "--yes")
     assert code == 1 and "no stored session 'nope'" in err
-    code, _, err = cli("--root", str(tmp_path), "delete", "gone", "--yes")
+    code, _, err = cli("--store", str(tmp_path), "delete", "gone", "--yes")
     assert code == 1 and "child" in err and "--orphan-forks" in err
     assert ids(JsonlBackend(tmp_path)) == ["child", "gone", "kept"]
-    code, out, err = cli("--root", str(tmp_path), "delete", "gone", "--yes", "--orphan-forks", "--json")
+    code, out, err = cli("--store", str(tmp_path), "delete", "gone", "--yes", "--orphan-forks", "--json")
     assert code == 0, err
     assert json.loads(out)["orphanedForks"] == ["child"] and json.loads(out)["index"] == "none"
     assert ids(JsonlBackend(tmp_path)) == ["child", "kept"]
@@ -123,7 +123,7 @@ def test_on_postgresql_through_store() -> None:
 def _postgres(pg: PgSchema) -> None:
     fill(pg.backend())
     indexed(pg.backend())
-    code, out, err = cli("--store", pg.dsn, "--db-schema", pg.name, "delete", "gone", "--yes", "--json")
+    code, out, err = cli("--store", pg.spec, "delete", "gone", "--yes", "--json")
     assert code == 0, err
     assert json.loads(out)["index"] == "dropped"
     assert ids(pg.backend()) == ["kept"]

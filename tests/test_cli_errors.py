@@ -21,7 +21,7 @@ def test_an_empty_api_key_is_no_key(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         DeepSeekProvider()
     with pytest.raises(ProviderConfigError, match="no API key"):
         DeepSeekProvider(api_key="")
-    result = CliRunner().invoke(app, ["--root", str(tmp_path), "run", "hi", "-w", str(tmp_path)])
+    result = CliRunner().invoke(app, ["--store", str(tmp_path), "run", "hi", "-w", str(tmp_path)])
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), repr(result.exception)
     assert "error: no API key: set $DEEPSEEK_API_KEY (it is set but empty)" in result.stderr
 
@@ -34,7 +34,7 @@ def test_a_read_command_never_creates_an_sqlite_file(tmp_path: Path, command: li
     """``harness --sqlite typo.db sessions`` said "no stored sessions" and left an empty
     database at typo.db."""
     path = tmp_path / "typo.db"
-    result = CliRunner().invoke(app, ["--sqlite", str(path), *command])
+    result = CliRunner().invoke(app, ["--store", f"sqlite:{path}", *command])
     assert result.exit_code == 2, result.output
     assert f"no SQLite file at {path}" in result.stderr
     assert not path.exists()
@@ -42,7 +42,7 @@ def test_a_read_command_never_creates_an_sqlite_file(tmp_path: Path, command: li
 
 def test_sessions_names_the_root_it_found_empty(tmp_path: Path) -> None:
     root = tmp_path / "typo-root"
-    result = CliRunner().invoke(app, ["--root", str(root), "sessions"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(app, ["--store", str(root), "sessions"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and f"no stored sessions under {root}" in result.stdout
 
 
@@ -56,7 +56,7 @@ def test_verify_json_reports_a_missing_sqlite_file_as_one_document(tmp_path: Pat
     import json
 
     path = tmp_path / "typo.db"
-    result = CliRunner().invoke(app, ["--sqlite", str(path), "verify", "some-id", "--json"])
+    result = CliRunner().invoke(app, ["--store", f"sqlite:{path}", "verify", "some-id", "--json"])
     assert result.exit_code == 2
     report = json.loads(result.stdout)
     assert report["valid"] is False and report["exit"] == 2 and "no SQLite file" in report["problem"]

@@ -191,7 +191,7 @@ def test_harness_log_follows_columns(
         await store.close()
 
     asyncio.run(save())
-    result = CliRunner().invoke(app, ["--root", str(tmp_path), "log", SID], env={"COLUMNS": str(width)})
+    result = CliRunner().invoke(app, ["--store", str(tmp_path), "log", SID], env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     check_layout(lines, events, width)

@@ -46,7 +46,7 @@ def session_file(root: Path) -> Path:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "100", "PYTHONIOENCODING": "utf-8", "HARNESS_ROOT": str(root)}
+    env = {**os.environ, "COLUMNS": "100", "PYTHONIOENCODING": "utf-8", "HARNESS_STORE": str(root)}
     return subprocess.run(
         [sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env, timeout=120
     )

@@ -20,7 +20,7 @@ MARKUP_IDS = ("[/]", "[bold red]x", "a[/red]b", "tail\\")
 
 
 def invoke(root: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["--root", str(root), *args], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(app, ["--store", str(root), *args], env={"COLUMNS": "200"})
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     return result.exit_code, result.stdout, result.stderr
 
@@ -77,7 +77,9 @@ def test_chat_names_a_model_holding_markup_as_typed(tmp_path: Path, monkeypatch:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     result = CliRunner().invoke(
-        app, ["--root", str(tmp_path / "s"), "chat", "-w", str(workspace), "--model", "m[/]"], input="/exit\n"
+        app,
+        ["--store", str(tmp_path / "s"), "chat", "-w", str(workspace), "--model", "m[/]"],
+        input="/exit\n",
     )
     assert result.exit_code == 0, repr(result.exception)
     assert "· m[/] ·" in result.stdout
@@ -90,7 +92,7 @@ def test_a_markup_id_on_a_terminal_loads_behind_a_bar_without_a_traceback(
     """The loading bar drew its label as markup: on a terminal (FORCE_COLOR makes rich treat
     the output as one) ``harness log '[/]'`` died with a MarkupError traceback."""
     result = CliRunner().invoke(
-        app, ["--root", str(tmp_path), command, "[x]y[/]"], env={"FORCE_COLOR": "1", "COLUMNS": "100"}
+        app, ["--store", str(tmp_path), command, "[x]y[/]"], env={"FORCE_COLOR": "1", "COLUMNS": "100"}
     )
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert result.exit_code in (1, 2) and "[x]y[/]" in result.stderr

@@ -35,7 +35,7 @@ def root(tmp_path: Path) -> Path:
 
 
 def invoke(root: Path, *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["--root", str(root), *args], env={"COLUMNS": "220"})
+    result = runner.invoke(app, ["--store", str(root), *args], env={"COLUMNS": "220"})
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -25,7 +25,7 @@ LONG_ID = "nightly-" + "x" * 150 + "-end"
 
 
 def cli(root: Path, *args: str, columns: int = 80) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["--root", str(root), *args], env={"COLUMNS": str(columns)})
+    result = CliRunner().invoke(app, ["--store", str(root), *args], env={"COLUMNS": str(columns)})
     return result.exit_code, result.stdout, result.stderr
 
 

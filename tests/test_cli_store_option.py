@@ -118,3 +118,31 @@ def test_store_after_the_command_keeps_the_root_options_checks(stores: dict[str,
     for spec, named in (("sqlite:", "sqlite:FILE"), ("jsonl:", "jsonl:DIR")):
         code, _, err = cli("log", "s1", "--store", spec)
         assert code == 2 and f"names no location: write {named}" in err
+
+
+def test_the_old_store_options_still_work_with_one_deprecation_line(stores: dict[str, str]) -> None:
+    sqlite = stores["sqlite"].removeprefix("sqlite:")
+    old_ways: list[tuple[list[str], dict[str, str], str]] = [
+        (["--root", stores["jsonl"]], {}, "--root (--store DIR)"),
+        (["--sqlite", sqlite], {}, "--sqlite (--store sqlite:FILE)"),
+        ([], {"HARNESS_ROOT": stores["jsonl"]}, "HARNESS_ROOT (HARNESS_STORE=DIR)"),
+        ([], {"HARNESS_SQLITE": sqlite}, "HARNESS_SQLITE (HARNESS_STORE=sqlite:FILE)"),
+    ]
+    for args, env, named in old_ways:
+        code, out, err = cli(*args, "sessions", "--json", env=env)
+        assert code == 0, err
+        assert [row["id"] for row in json.loads(out)] == ["s1"], args
+        warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+        assert warnings == [f"warning: deprecated, use --store instead: {named}"], err
+    for spec in stores.values():  # the one option: no warning
+        code, out, err = cli("--store", spec, "sessions", "--json")
+        assert code == 0 and err == "" and [row["id"] for row in json.loads(out)] == ["s1"]
+        code, out, err = cli("sessions", "--json", env={"HARNESS_STORE": spec})
+        assert code == 0 and err == "" and [row["id"] for row in json.loads(out)] == ["s1"]
+
+
+def test_the_help_shows_one_store_option() -> None:
+    code, out, _ = cli("--help")
+    assert code == 0 and "--store" in out
+    for hidden in ("--root", "--sqlite", "--db-schema", "--db "):
+        assert hidden not in out

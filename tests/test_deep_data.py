@@ -287,7 +287,7 @@ def test_no_cli_read_command_prints_a_traceback_for_deep_data(tmp_path: Path, le
         ["sessions"],
         ["sessions", "--json"],
     ):
-        result = runner.invoke(app, ["--root", str(tmp_path), "--compression", "none", *command])
+        result = runner.invoke(app, ["--store", str(tmp_path), "--compression", "none", *command])
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             command,
             result.exception,

@@ -26,7 +26,7 @@ def offline_env(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
 
 def cli(root: Path, *args: str) -> Any:
     """Invoke the CLI in-process with ``--root root``; exceptions propagate."""
-    return CliRunner().invoke(app, ["--root", str(root), *args], catch_exceptions=False)
+    return CliRunner().invoke(app, ["--store", str(root), *args], catch_exceptions=False)
 
 
 def stored(root: Path, session_id: str) -> harness.Session:

@@ -44,7 +44,7 @@ def child_env(server: FakeDeepSeek) -> dict[str, str]:
 
 
 def chat_args(root: Path, workspace: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "--root", str(root), "chat", "-w", str(workspace), *extra]
+    return [sys.executable, "-m", "harness", "--store", str(root), "chat", "-w", str(workspace), *extra]
 
 
 def only_session(root: Path) -> harness.Session:
@@ -97,7 +97,7 @@ def test_double_ctrl_c_at_the_approval_prompt_ends_at_once_and_closes_the_turn(
         env = child_env(server)
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "resume", session.id, "-w", str(workspace), "--yes", "--json"],
+            ["--store", str(root), "resume", session.id, "-w", str(workspace), "--yes", "--json"],
             env=env,
             catch_exceptions=False,
         )
@@ -170,7 +170,7 @@ def test_ctrl_c_at_the_blocking_findings_question_stops_resume_at_once(
     call = {"turn": 1, "step": 1, "callId": "c1", "name": "run_shell", "arguments": arguments}
     session.append("tool/call", call)  # started, never finished: its outcome is unknown
     save(root, session)
-    args = [sys.executable, "-m", "harness", "--root", str(root), "resume", session.id, "-w", str(workspace)]
+    args = [sys.executable, "-m", "harness", "--store", str(root), "resume", session.id, "-w", str(workspace)]
     with FakeDeepSeek([], api_key=KEY) as server, Terminal(args, child_env(server)) as term:
         term.expect(b"Continue anyway?")
         term.send(CTRL_C)

@@ -174,7 +174,7 @@ def test_killed_mid_tool_then_resumed_reports_an_unknown_outcome_and_finishes(
     with FakeDeepSeek(script, api_key=KEY) as server:
         child_env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": KEY}
         child = subprocess.Popen(
-            [sys.executable, "-m", "harness", "--root", str(root), "run", "run it", "-w", str(env), "--yes"],
+            [sys.executable, "-m", "harness", "--store", str(root), "run", "run it", "-w", str(env), "--yes"],
             env=child_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -313,7 +313,7 @@ def test_chat_streams_turns_until_exit_and_compacts_on_request(
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "chat", "-w", str(env)],
+            ["--store", str(root), "chat", "-w", str(env)],
             input="hello\nmore\n\n/compact\nagain\n/exit\n",
             catch_exceptions=False,
         )
@@ -347,7 +347,7 @@ def test_ctrl_c_saves_the_delivered_prefix_and_ends_the_turn_aborted(env: Path, 
     with FakeDeepSeek([Reply.hang("Half an answer, then")], api_key=KEY) as server:
         child_env = {**os.environ, "DEEPSEEK_BASE_URL": server.base_url, "DEEPSEEK_API_KEY": KEY}
         child = subprocess.Popen(
-            [*HARNESS_MODULE, "--root", str(root), "run", "explain", "-w", str(env)],
+            [*HARNESS_MODULE, "--store", str(root), "run", "explain", "-w", str(env)],
             env=child_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -40,7 +40,7 @@ def long_session(root: Path, turns: int = 4, *, close_last: bool = True) -> str:
 
 
 def cli(root: Path, *args: str) -> object:
-    return CliRunner().invoke(app, ["--root", str(root), *args], catch_exceptions=False)
+    return CliRunner().invoke(app, ["--store", str(root), *args], catch_exceptions=False)
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +52,7 @@ def _no_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_compact_replaces_the_head_of_the_surface_and_keeps_every_event(tmp_path: Path) -> None:
     session_id = long_session(tmp_path)
-    result = CliRunner().invoke(app, ["--root", str(tmp_path), "compact", session_id, "--json"])
+    result = CliRunner().invoke(app, ["--store", str(tmp_path), "compact", session_id, "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["compacted"] is True and data["summarizer"] == "extractive"
@@ -74,7 +74,7 @@ def test_compact_replaces_the_head_of_the_surface_and_keeps_every_event(tmp_path
 
 def test_compact_of_a_crashed_session_repairs_it_first(tmp_path: Path) -> None:
     session_id = long_session(tmp_path, close_last=False)
-    result = CliRunner().invoke(app, ["--root", str(tmp_path), "compact", session_id, "--json"])
+    result = CliRunner().invoke(app, ["--store", str(tmp_path), "compact", session_id, "--json"])
     assert result.exit_code == 0, result.output
 
     async def read() -> harness.Session:
@@ -99,10 +99,10 @@ def test_compact_with_the_model_and_the_offline_fallback(
     with FakeDeepSeek([Reply.text(summary), Reply.error(400, "bad request")], api_key=KEY) as server:
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         used_model = CliRunner().invoke(
-            app, ["--root", str(tmp_path / "a"), "compact", first, "--summarizer", "llm", "--json"]
+            app, ["--store", str(tmp_path / "a"), "compact", first, "--summarizer", "llm", "--json"]
         )
         fell_back = CliRunner().invoke(
-            app, ["--root", str(tmp_path / "b"), "compact", second, "--fallback", "--json"]
+            app, ["--store", str(tmp_path / "b"), "compact", second, "--fallback", "--json"]
         )
         compact_headers = [r.header("x-deepseek-harness-compact") for r in server.requests]
     assert used_model.exit_code == 0, used_model.output
@@ -180,19 +180,19 @@ def test_eval_compaction_on_a_stored_session_with_probes(tmp_path: Path) -> None
     session_id = long_session(tmp_path)
     result = CliRunner().invoke(
         app,
-        ["--root", str(tmp_path), "eval-compaction", session_id, "--probe", "path:src/app_0.py", "--json"],
+        ["--store", str(tmp_path), "eval-compaction", session_id, "--probe", "path:src/app_0.py", "--json"],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["summary"]["extractive"]["kept"] == 1
     assert data["probeSets"][0]["name"] == "given"
     assert data["reports"][0]["probes"][0]["status"] == {"extractive": "kept"}
-    refused = CliRunner().invoke(app, ["--root", str(tmp_path), "eval-compaction", session_id])
+    refused = CliRunner().invoke(app, ["--store", str(tmp_path), "eval-compaction", session_id])
     assert refused.exit_code == 2
     both = [session_id, "--probe", "path:x", "--probes", "tuned"]
-    mixed = CliRunner().invoke(app, ["--root", str(tmp_path), "eval-compaction", *both])
+    mixed = CliRunner().invoke(app, ["--store", str(tmp_path), "eval-compaction", *both])
     assert mixed.exit_code == 2 and "give no IDs" in mixed.output
     kinds = CliRunner().invoke(
-        app, ["--root", str(tmp_path), "eval-compaction", session_id, "--probe", "decision:src", "--json"]
+        app, ["--store", str(tmp_path), "eval-compaction", session_id, "--probe", "decision:src", "--json"]
     )
     assert kinds.exit_code == 0, kinds.output  # the new kinds are accepted

@@ -76,7 +76,7 @@ def test_an_empty_session_option_is_a_usage_error(workspace: Path, tmp_path: Pat
     with FakeDeepSeek([], api_key=KEY) as server:
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), *args, "-w", str(workspace), "--session", ""],
+            ["--store", str(root), *args, "-w", str(workspace), "--session", ""],
             env={"DEEPSEEK_BASE_URL": server.base_url, "COLUMNS": "200"},
             input="/exit\n",
         )

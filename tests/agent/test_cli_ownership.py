@@ -42,7 +42,7 @@ def harness(root: Path, server: FakeDeepSeek, workspace: Path, *args: str) -> su
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
     env.update(DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY, COLUMNS="200")
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", "--root", str(root), *args, "-w", str(workspace)],
+        [sys.executable, "-m", "harness", "--store", str(root), *args, "-w", str(workspace)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -54,7 +54,7 @@ def harness(root: Path, server: FakeDeepSeek, workspace: Path, *args: str) -> su
 def reader(root: Path, *args: str) -> subprocess.Popen[str]:
     """A read command (no workspace, no provider)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "harness", "--root", str(root), *args],
+        [sys.executable, "-m", "harness", "--store", str(root), *args],
         env={**os.environ, "COLUMNS": "200"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -186,7 +186,7 @@ def test_ctrl_c_lets_the_session_go(tmp_path: Path, workspace: Path) -> None:
         sid = first_session(root, server, workspace)
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         env.update(DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY)
-        args = [sys.executable, "-m", "harness", "--root", str(root), "run", "--session", sid, "wait"]
+        args = [sys.executable, "-m", "harness", "--store", str(root), "run", "--session", sid, "wait"]
         with Terminal([*args, "-w", str(workspace)], env) as terminal:
             terminal.expect(b"waiting")
             terminal.send(CTRL_C)

@@ -35,7 +35,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
 
 
 def cli(root: Path, *args: str, input: str | None = None) -> Any:
-    return CliRunner().invoke(app, ["--root", str(root), *args], input=input, catch_exceptions=False)
+    return CliRunner().invoke(app, ["--store", str(root), *args], input=input, catch_exceptions=False)
 
 
 def stored(root: Path, session_id: str) -> harness.Session:

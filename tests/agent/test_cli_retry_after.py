@@ -23,7 +23,7 @@ def test_run_names_the_wait_a_rate_limit_asked_for_when_it_is_not_waited_out(
     monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
     with FakeDeepSeek([Reply.error(429, retry_after=3600), Reply.text("unused")], api_key=KEY) as server:
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
-        result = CliRunner().invoke(app, ["--root", str(tmp_path / "s"), "run", "hi", "-w", str(tmp_path)])
+        result = CliRunner().invoke(app, ["--store", str(tmp_path / "s"), "run", "hi", "-w", str(tmp_path)])
         requests = len(server.requests)
     assert result.exit_code == 1, result.output
     output = " ".join(result.output.split())

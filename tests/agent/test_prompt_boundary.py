@@ -37,7 +37,7 @@ def child_env(server: FakeDeepSeek) -> dict[str, str]:
 
 
 def harness_cmd(root: Path, *args: str | bytes) -> list[str | bytes]:
-    return [sys.executable, "-m", "harness", "--root", str(root), *args]
+    return [sys.executable, "-m", "harness", "--store", str(root), *args]
 
 
 def files(root: Path) -> list[Path]:
@@ -122,10 +122,10 @@ def test_run_reads_the_task_from_stdin_with_the_same_checks(tmp_path: Path, work
 @pytest.mark.parametrize("prompt", ["", "   ", "\n\t "])
 def test_empty_prompts_are_refused_by_run_and_resume(tmp_path: Path, workspace: Path, prompt: str) -> None:
     root = tmp_path / "sessions"
-    ran = CliRunner().invoke(app, ["--root", str(root), "run", prompt, "-w", str(workspace)])
+    ran = CliRunner().invoke(app, ["--store", str(root), "run", prompt, "-w", str(workspace)])
     assert ran.exit_code == 2
     assert "the task is empty" in ran.output
-    resumed = CliRunner().invoke(app, ["--root", str(root), "resume", "session-x", prompt])
+    resumed = CliRunner().invoke(app, ["--store", str(root), "resume", "session-x", prompt])
     assert resumed.exit_code == 2
     assert "the prompt is empty" in resumed.output
     assert files(root) == []
@@ -246,7 +246,7 @@ def test_a_session_holding_a_lone_surrogate_resumes_instead_of_failing_transport
     with FakeDeepSeek([Reply.text("Understood.")], api_key=KEY) as server:
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "resume", session_id, "-w", str(workspace), "--yes", "--json"],
+            ["--store", str(root), "resume", session_id, "-w", str(workspace), "--yes", "--json"],
             env=child_env(server),
             catch_exceptions=False,
         )

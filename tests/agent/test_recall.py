@@ -126,7 +126,7 @@ def test_the_cli_agent_offers_session_search_and_it_reads_the_running_session(
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "run", "The launch word is HELIOTROPE.", "-w", str(workspace), "--json"],
+            ["--store", str(root), "run", "The launch word is HELIOTROPE.", "-w", str(workspace), "--json"],
             catch_exceptions=False,
         )
         requests = list(server.requests)
@@ -255,7 +255,7 @@ def test_the_cli_resume_of_a_fork_reaches_its_parent_through_the_store(
         monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "resume", "fork", "What key id did main get?", "-w", str(workspace),
+            ["--store", str(root), "resume", "fork", "What key id did main get?", "-w", str(workspace),
              "--yes", "--json"],
             catch_exceptions=False,
         )  # fmt: skip

@@ -105,7 +105,7 @@ def test_resume_after_the_old_chat_left_a_call_unanswered_sends_a_well_formed_re
         env.update(DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY)
         result = CliRunner().invoke(
             app,
-            ["--root", str(root), "resume", session.id, "-w", str(workspace), "--yes", "--json"],
+            ["--store", str(root), "resume", session.id, "-w", str(workspace), "--yes", "--json"],
             env=env,
             catch_exceptions=False,
         )

@@ -21,7 +21,7 @@ def test_ctrl_c_during_a_retry_wait_exits_130_and_closes_the_turn(tmp_path: Path
     root, workspace = tmp_path / "sessions", tmp_path / "ws"
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    args = [sys.executable, "-m", "harness", "--root", str(root), "run", "say hi", "-w", str(workspace)]
+    args = [sys.executable, "-m", "harness", "--store", str(root), "run", "say hi", "-w", str(workspace)]
     with FakeDeepSeek([Reply.text("never sent")], api_key=KEY) as server:
         server.fail_next(429, retry_after=60)
         env.update(DEEPSEEK_BASE_URL=server.base_url, DEEPSEEK_API_KEY=KEY)

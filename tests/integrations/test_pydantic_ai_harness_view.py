@@ -36,7 +36,7 @@ from tests.stores.helpers import run
 
 
 def cli(root: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["--root", str(root), *args], env={"COLUMNS": "80"})
+    result = CliRunner().invoke(app, ["--store", str(root), *args], env={"COLUMNS": "80"})
     return result.exit_code, result.stdout
 
 

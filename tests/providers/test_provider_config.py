@@ -80,7 +80,7 @@ def test_check_sends_nothing_so_a_bad_base_url_does_not_stop_it(
 
     session_id = asyncio.run(create())
     monkeypatch.setenv("DEEPSEEK_BASE_URL", "localhost:8080")  # and no key: neither is used
-    args = ["--root", str(root), "check", session_id, "-w", str(tmp_path), "--json"]
+    args = ["--store", str(root), "check", session_id, "-w", str(tmp_path), "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["blocking"] is False
@@ -88,7 +88,7 @@ def test_check_sends_nothing_so_a_bad_base_url_does_not_stop_it(
 
 def test_run_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     """The CLI user has no ``api_key`` argument to pass: the line names the variable first."""
-    result = CliRunner().invoke(app, ["--root", str(tmp_path / "s"), "run", "hello", "-w", str(tmp_path)])
+    result = CliRunner().invoke(app, ["--store", str(tmp_path / "s"), "run", "hello", "-w", str(tmp_path)])
     assert result.exit_code == 1
     assert "error: no API key: set $DEEPSEEK_API_KEY" in result.output, result.output
 
@@ -99,7 +99,7 @@ def test_run_with_a_bad_base_url_says_so_at_once_and_writes_nothing(
     monkeypatch.setenv("DEEPSEEK_API_KEY", API_KEY)
     monkeypatch.setenv("DEEPSEEK_BASE_URL", "localhost:8080")
     root = tmp_path / "sessions"
-    result = CliRunner().invoke(app, ["--root", str(root), "run", "hello", "-w", str(tmp_path)])
+    result = CliRunner().invoke(app, ["--store", str(root), "run", "hello", "-w", str(tmp_path)])
     assert result.exit_code == 1, result.output
     assert "$DEEPSEEK_BASE_URL is not an http:// or https:// URL" in result.output
     assert "retrying" not in result.output and "Traceback" not in result.output

@@ -74,7 +74,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Root:
 
 
 def invoke(root: Root, *args: str, columns: int = 80) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["--root", str(root.path), *args], env={"COLUMNS": str(columns)})
+    result = runner.invoke(app, ["--store", str(root.path), *args], env={"COLUMNS": str(columns)})
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -45,7 +45,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def invoke(root: Path, *args: str, columns: int = 80) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["--root", str(root), *args], env={"COLUMNS": str(columns)})
+    result = runner.invoke(app, ["--store", str(root), *args], env={"COLUMNS": str(columns)})
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -95,6 +95,11 @@ class PgSchema:
         self.dsn = dsn
         self.name = name
 
+    @property
+    def spec(self) -> str:
+        """The store spec of this schema (``--store``, ``open_store``): the DSN with ``?schema=``."""
+        return f"{self.dsn}{'&' if '?' in self.dsn else '?'}schema={self.name}"
+
     def backend(self, **options: object) -> PostgresBackend:
         """A new backend on this schema (tagged so that teardown ends its connections)."""
         return PostgresBackend(

@@ -91,11 +91,12 @@ def cli_store(spec: str) -> list[str]:
     kind, _, rest = spec.partition(":")
     if kind == "jsonl":
         compression, _, root = rest.partition(":")
-        return ["--root", root, "--compression", compression]
+        return ["--store", root, "--compression", compression]
     if kind in ("sqlite", "dsh"):
-        return ["--sqlite", rest]
+        return ["--store", f"sqlite:{rest}"]
     schema, _, rest = rest.partition(":")
-    return ["--db", rest.partition(":")[2], "--db-schema", schema]
+    dsn = rest.partition(":")[2]
+    return ["--store", f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"]
 
 
 class _Run:

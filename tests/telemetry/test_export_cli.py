@@ -214,7 +214,7 @@ def test_run_and_chat_with_otel_emit_the_turn_live_to_the_collector(
         else:
             result = CliRunner().invoke(
                 app,
-                ["--root", str(tmp_path / "sessions"), "chat", "-w", str(workspace), "--otel"],
+                ["--store", str(tmp_path / "sessions"), "chat", "-w", str(workspace), "--otel"],
                 input="read the notes\n/exit\n",
                 catch_exceptions=False,
             )

@@ -191,6 +191,30 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+_DEPRECATED = (
+    ("store_root", "--root", "HARNESS_ROOT", "DIR"),
+    ("sqlite", "--sqlite", "HARNESS_SQLITE", "sqlite:FILE"),
+    ("db", "--db", "HARNESS_DATABASE_URL", "postgresql://URL"),
+    ("db_schema", "--db-schema", "HARNESS_DATABASE_SCHEMA", "postgresql://URL?schema=NAME"),
+)
+
+
+def _warn_deprecated(ctx: typer.Context) -> None:
+    """One line on stderr naming the old store options in use (they still work, for one
+    release) and the ``--store`` spec each becomes."""
+    used = []
+    for param, option, env, form in _DEPRECATED:
+        source = getattr(ctx.get_parameter_source(param), "name", None)
+        if source == "COMMANDLINE":
+            used.append(f"{option} (--store {form})")
+        elif source == "ENVIRONMENT":
+            used.append(f"{env} (HARNESS_STORE={form})")
+    if used:
+        text = f" deprecated, use --store instead: {', '.join(used)}"
+        line = Text.assemble(("warning:", "bold yellow"), text)
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -199,7 +223,8 @@ def root(
         "--root",
         envvar="HARNESS_ROOT",
         metavar="DIR",
-        help="JSONL session root (format v0 layout).",
+        help="Deprecated: --store DIR.",
+        hidden=True,
     ),
     compression: str = typer.Option(
         "zstd",
@@ -214,28 +239,34 @@ def root(
         "--sqlite",
         envvar="HARNESS_SQLITE",
         metavar="FILE",
-        help="Use this SQLite file instead of a JSONL root.",
+        help="Deprecated: --store sqlite:FILE.",
+        hidden=True,
     ),
     db: str | None = typer.Option(
         None,
         "--db",
         envvar="HARNESS_DATABASE_URL",
         metavar="URL",
-        help="Use this PostgreSQL database (postgresql://…) instead of a JSONL root or SQLite file.",
+        help="Deprecated: --store postgresql://URL.",
+        hidden=True,
     ),
     db_schema: str = typer.Option(
         "harness",
         "--db-schema",
         envvar="HARNESS_DATABASE_SCHEMA",
         metavar="NAME",
-        help="PostgreSQL schema of the sessions.",
+        help="Deprecated: --store postgresql://URL?schema=NAME.",
+        hidden=True,
     ),
     store: str | None = typer.Option(
         None,
         "--store",
         envvar="HARNESS_STORE",
         metavar="SPEC",
-        help="The store in one option: DIR or jsonl:DIR, sqlite:FILE, or postgresql://URL.",
+        help=(
+            "The store: DIR or jsonl:DIR (default: ~/.local/share/harness/sessions), sqlite:FILE, "
+            "postgresql://URL?schema=NAME, or memory:."
+        ),
     ),
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
@@ -244,6 +275,7 @@ def root(
     """Durable, auditable sessions for LLM agents."""
     if compression not in ("zstd", "none"):
         _fail(f"--compression must be zstd or none, not {compression!r}", 2)
+    _warn_deprecated(ctx)
     if store:
         others = [
             f"--{name}"

@@ -99,7 +99,7 @@ def _pump(stream: IO[bytes], console: Console, lines: list[str]) -> None:
 
 
 def _harness(root: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "harness", "--root", str(root), *args]
+    return [sys.executable, "-m", "harness", "--store", str(root), *args]
 
 
 def _start(

@@ -38,7 +38,7 @@ def test_a_call_cut_by_a_kill_blocks_the_resume_while_its_server_is_unreachable(
     with FakeDeepSeek(script, api_key=KEY) as model:
         monkeypatch.setenv("DEEPSEEK_BASE_URL", model.base_url)
         child = subprocess.Popen(
-            [sys.executable, "-m", "harness", "--root", str(root), "run", "wait", "-w", str(ws), "--yes"],
+            [sys.executable, "-m", "harness", "--store", str(root), "run", "wait", "-w", str(ws), "--yes"],
             env={**os.environ},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
