@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 import harness
 from harness.cli import app
 from harness.cli.render import events_table, fold_seqs
-from harness.cli.summary import event_summary, is_failure, plural
 from harness.compaction import ExtractiveSummarizer, compact_now
 from harness.events.event import Event, Replace
+from harness.present.summary import event_summary, is_failure, plural
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 

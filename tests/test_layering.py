@@ -27,8 +27,11 @@ LAYERS = [
     "telemetry",  # the log as OpenTelemetry spans: reads events (and compaction's redact), below the agent
     "agent",
     "integrations",  # harness as another framework's store: each module needs its optional extra
+    "present",  # events and sessions as text, shared by the two front ends below
 ]
 TOP = {"cli", "demos", "testing", "viewer"}
+# The front ends: each may import the ones before it (the CLI serves the viewer), never after.
+FRONT_ENDS = ["viewer", "cli"]
 
 
 def layer_of(module: str) -> str:
@@ -61,6 +64,17 @@ def test_module_imports_only_lower_layers(path: Path) -> None:
         assert layer in allowed, (
             f"{path.relative_to(PACKAGE)} imports {module} (layer {layer!r} is above {own!r})"
         )
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_front_ends_import_no_front_end_above_them(path: Path) -> None:
+    own = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    if own not in FRONT_ENDS:
+        return
+    above = set(FRONT_ENDS[FRONT_ENDS.index(own) + 1 :])
+    for module in imported_modules(path):
+        where = path.relative_to(PACKAGE)
+        assert layer_of(module) not in above, f"{where} imports {module} (the {own} is below it)"
 
 
 def test_every_layer_has_sources() -> None:

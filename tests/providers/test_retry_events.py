@@ -16,8 +16,8 @@ import pytest
 
 import harness
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
-from harness.cli.live import retry_line
 from harness.events.event import Event
+from harness.present.summary import retry_line
 from harness.providers.deepseek import DeepSeekProvider
 from harness.providers.retry import RetryPolicy
 from harness.stores.jsonl.backend import JsonlBackend

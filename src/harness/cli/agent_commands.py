@@ -40,7 +40,6 @@ from harness.cli.outcome import (
     outcome_json,
 )
 from harness.cli.ownership import TakeOverOption, WaitOption, load_owned
-from harness.cli.summary import plural
 from harness.cli.terminal import (
     Interrupts,
     LineReader,
@@ -57,6 +56,7 @@ from harness.cli.terminal import (
 from harness.compaction import ExtractiveSummarizer, LlmSummarizer, Summarizer
 from harness.errors import InvalidMessage
 from harness.events.event import Event
+from harness.present.summary import plural
 from harness.providers.base import Provider
 from harness.query.line import StoreReader
 from harness.recovery import WorldReport
@@ -707,7 +707,7 @@ def export(
 
     With --to the sessions (all when no ID is given) are copied into a JSONL root, either
     SQLite layout (harness's or DeepSeek Harness's, --layout) or PostgreSQL, events unchanged."""
-    from harness.cli.export import to_markdown, to_openai
+    from harness.present.export import to_markdown, to_openai
 
     if to is not None:
         from harness.cli.convert import export_to

@@ -20,7 +20,6 @@ from rich.markup import escape
 from harness.cli.agent_commands import DEFAULT_MODEL
 from harness.cli.app import _errors, _fail, _options, _store_option, app
 from harness.cli.retention_tables import retention_tables
-from harness.cli.summary import plural
 from harness.compaction import (
     CompactionResult,
     ExtractiveSummarizer,
@@ -34,6 +33,7 @@ from harness.compaction.fallback import FallbackSummarizer
 from harness.compaction.probes import PROBE_KINDS
 from harness.compaction.probesets import BUILTIN_PROBESETS, ProbeSet, builtin_probeset, load_probeset_file
 from harness.errors import CompactionError
+from harness.present.summary import plural
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.events.event import Event
+from harness.present.summary import retry_line
 
 __all__ = ["LivePrinter"]
 
@@ -106,38 +107,6 @@ class LivePrinter:
         style = "red" if failed else "dim"
         body = "\n".join(f"  {escape(line)}" for line in shown)
         self._line(f"[{style}]{body}[/]")
-
-
-_RETRY_LABELS = {
-    "RATE_LIMIT": "rate limited",
-    "SERVER": "server error",
-    "TRANSPORT": "connection failed",
-    "TIMEOUT": "timed out",
-    "EMPTY_RESPONSE": "empty response",
-}
-
-
-def retry_line(data: Mapping[str, Any]) -> str:
-    """One line for an ``llm/retry`` record, e.g. ``rate limited (HTTP 429), retrying in 2 s…
-    (retry 1 of 3)``; a failure without an HTTP status shows its message instead."""
-    failure = data.get("failure")
-    failure = failure if isinstance(failure, Mapping) else {}
-    code = str(failure.get("code", "UNKNOWN"))
-    label = _RETRY_LABELS.get(code, code)
-    status = failure.get("status")
-    if type(status) is int:
-        label += f" (HTTP {status})"
-    elif failure.get("message"):
-        label += f": {_short(str(failure['message']), 160)}"
-    delay = data.get("delayMs")
-    if isinstance(delay, int | float) and not isinstance(delay, bool):
-        wait = f"{delay / 1000:.3g} s"
-    else:
-        wait = "a moment"
-    count = f"retry {data.get('retry')}"
-    if "maxRetries" in data:
-        count += f" of {data.get('maxRetries')}"
-    return f"{label}, retrying in {wait}… ({count})"
 
 
 def _short(text: str, width: int = 100) -> str:

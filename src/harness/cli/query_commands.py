@@ -29,10 +29,10 @@ from harness.cli.app import (
     app,
 )
 from harness.cli.render import compact_table, fold_seqs, messages_table
-from harness.cli.summary import event_summary, plural, short, value_text
 from harness.errors import HarnessError, InvalidQuery
 from harness.events.json import thaw
 from harness.messages.request import GenerateOptions
+from harness.present.summary import event_summary, plural, short, value_text
 from harness.query import (
     EventRecord,
     Lineage,

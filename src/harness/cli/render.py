@@ -18,9 +18,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from harness.cli.summary import event_summary, is_failure, message_text, plural, short
 from harness.events.event import Event, Replace
 from harness.messages.model import Message
+from harness.present.summary import event_summary, is_failure, message_text, plural, short
 from harness.stores.backend import SessionInfo
 
 __all__ = [

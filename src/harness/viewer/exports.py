@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from harness.cli.export import to_markdown, to_openai
 from harness.events.json import dumps
+from harness.present.export import to_markdown, to_openai
 from harness.session.session import Session
 
 __all__ = ["KINDS", "export"]

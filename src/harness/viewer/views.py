@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from harness.cli.summary import event_summary, is_failure
 from harness.compaction.meter import price_node
 from harness.errors import InvalidQuery
 from harness.events.event import Event
 from harness.events.json import dumps, thaw
+from harness.present.summary import event_summary, is_failure
 from harness.query import (
     EventFilter,
     EventRecord,

@@ -1,4 +1,4 @@
-"""One readable line per event, for ``harness log`` and ``harness tail``.
+"""One readable line per event, for ``harness log``, ``harness tail`` and the viewer.
 
 Every known event type has its own wording; anything else is shown as ``key=value``
 pairs with nested values as compact JSON. Never a Python repr: event data is frozen
@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from harness.cli.live import retry_line
 from harness.events.event import Event
 from harness.events.json import dumps
 
-__all__ = ["event_summary", "is_failure", "message_text", "plural", "short", "value_text"]
+__all__ = ["event_summary", "is_failure", "message_text", "plural", "retry_line", "short", "value_text"]
 
 
 def short(text: str, width: int = 60) -> str:
@@ -347,3 +346,40 @@ def is_failure(event: Event) -> bool:
         reason = chunk.get("reason") if isinstance(chunk, Mapping) else None
         return isinstance(reason, Mapping) and reason.get("kind") == "error"
     return kind == "llm/retry"
+
+
+_RETRY_LABELS = {
+    "RATE_LIMIT": "rate limited",
+    "SERVER": "server error",
+    "TRANSPORT": "connection failed",
+    "TIMEOUT": "timed out",
+    "EMPTY_RESPONSE": "empty response",
+}
+
+
+def retry_line(data: Mapping[str, Any]) -> str:
+    """One line for an ``llm/retry`` record, e.g. ``rate limited (HTTP 429), retrying in 2 s…
+    (retry 1 of 3)``; a failure without an HTTP status shows its message instead."""
+    failure = data.get("failure")
+    failure = failure if isinstance(failure, Mapping) else {}
+    code = str(failure.get("code", "UNKNOWN"))
+    label = _RETRY_LABELS.get(code, code)
+    status = failure.get("status")
+    if type(status) is int:
+        label += f" (HTTP {status})"
+    elif failure.get("message"):
+        label += f": {_squeeze(str(failure['message']), 160)}"
+    delay = data.get("delayMs")
+    if isinstance(delay, int | float) and not isinstance(delay, bool):
+        wait = f"{delay / 1000:.3g} s"
+    else:
+        wait = "a moment"
+    count = f"retry {data.get('retry')}"
+    if "maxRetries" in data:
+        count += f" of {data.get('maxRetries')}"
+    return f"{label}, retrying in {wait}… ({count})"
+
+
+def _squeeze(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

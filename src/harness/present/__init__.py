@@ -1,0 +1,3 @@
+"""How events and sessions read as text, shared by the CLI and the viewer: one line per event
+(``summary``) and a session as Markdown or OpenAI-style messages (``export``). It sits above
+the agent layer and below both front ends, so the viewer never imports the CLI."""
