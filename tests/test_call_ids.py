@@ -28,8 +28,8 @@ from harness.messages.stream import BlockEnd, BlockStart, Finish, FinishToolCall
 from harness.session.repair import TOOL_OUTCOME_UNKNOWN_TEXT
 from harness.stores.jsonl import JsonlBackend
 from harness.stores.store import SessionStore
+from harness.testing.scripted import EchoTool, ScriptedProvider, text_reply
 from harness.tools.base import ToolContext, ToolOutcome
-from tests.agent.scripted import EchoTool, ScriptedProvider, text_reply
 
 MISSING: Any = object()
 BAD_IDS = [MISSING, "", 7, None, 1.5, ["c1"]]

@@ -16,7 +16,7 @@ from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 from tests.stores.pg import PgSchema, fresh_schema
 
 

@@ -14,7 +14,7 @@ import harness
 from harness.cli import app
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 from tests.test_fixtures_dsh import FIXTURES
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.frames import scan_frames
 from harness.stores.jsonl.paths import Compression, Layout, root_compression
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 from tests.test_fixtures_dsh import FIXTURES
 
 UUID_ID = "session-3f706544-ca59-4a7f-a825-92b905f9b9bc"

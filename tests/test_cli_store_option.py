@@ -19,7 +19,7 @@ from harness.cli import app
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 
 # Commands that never open a session store (the demo makes its own, eval-compaction generates
 # its sessions, mcp reads an MCP config): every other command must take --store.

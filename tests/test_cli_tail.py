@@ -18,9 +18,9 @@ from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
+from harness.testing.contract import one_turn
+from harness.testing.tail_contract import chunks
 from tests.interruptible import HARNESS_CLI, ChildLines
-from tests.stores.contract import one_turn
-from tests.stores.tail_contract import chunks
 
 STORES: dict[str, tuple[Callable[[Path], Backend], Callable[[Path], str]]] = {
     "jsonl": (lambda base: JsonlBackend(base / "root"), lambda base: str(base / "root")),

@@ -21,10 +21,10 @@ from harness.cli import app
 from harness.session.request import build_request
 from harness.stores.jsonl.reader import read_log_file
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from harness.testing.scripted import EchoTool, ScriptedProvider, calls_reply, text_reply
 from harness.tools.base import ToolContext, ToolOutcome, ToolSpec
 from tests.agent.cli_support import stored
 from tests.agent.pty_terminal import CTRL_C, ENTER, Terminal
-from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, text_reply
 from tests.agent.test_request_guard import assert_every_call_answered, save
 
 KEY = "sk-test-chat-interrupt-77"

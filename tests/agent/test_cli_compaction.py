@@ -15,7 +15,7 @@ from harness.cli import app
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
-from tests.agent.scripted import ScriptedProvider, text_reply
+from harness.testing.scripted import ScriptedProvider, text_reply
 
 KEY = "sk-compaction-test"
 

@@ -19,8 +19,8 @@ from harness.session.request import build_request
 from harness.stores.faults import FaultyBackend
 from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
+from harness.testing.scripted import EchoTool, ScriptedProvider, calls_reply, error_reply, text_reply
 from harness.tools.base import Tool
-from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, error_reply, text_reply
 
 SETTINGS = AgentSettings(model="m-1", system="You are terse.")
 

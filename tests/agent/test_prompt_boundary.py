@@ -25,8 +25,8 @@ from harness.messages.model import check_sendable, lone_surrogate, sendable, use
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from harness.testing.scripted import ScriptedProvider, text_reply
 from tests.agent.cli_support import stored
-from tests.agent.scripted import ScriptedProvider, text_reply
 
 KEY = "sk-test-prompt-boundary-58"
 

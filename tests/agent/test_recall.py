@@ -22,9 +22,9 @@ from harness.messages.stream import StreamChunk
 from harness.query import StoreReader, index_of
 from harness.stores import JsonlBackend, SessionStore
 from harness.testing.fake_deepseek import FakeDeepSeek, Reply
+from harness.testing.scripted import ScriptedProvider, calls_reply, text_reply
 from harness.tools.base import Tool
 from harness.tools.session_search import SessionSearch
-from tests.agent.scripted import ScriptedProvider, calls_reply, text_reply
 
 CONSTANT = "ZEBRA-4471"
 SETTINGS = AgentSettings(model="m-1", system="You are terse.")

@@ -18,8 +18,8 @@ from harness.compaction.probesets import builtin_probeset
 from harness.compaction.retention import copy_session
 from harness.messages.request import GenerateOptions
 from harness.messages.stream import StreamChunk
+from harness.testing.scripted import ScriptedProvider, calls_reply, text_reply
 from harness.tools.session_search import SessionSearch
-from tests.agent.scripted import ScriptedProvider, calls_reply, text_reply
 
 SETTINGS = AgentSettings(model="m-1", system="You are terse.")
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import harness
 from harness.compaction.summarizer import Summary, SummaryRequest
 from harness.events.event import Event, SurfaceOp
 from harness.messages.model import TokenUsage
-from harness.messages.request import EpochHeader, GenerateOptions
+from harness.messages.request import EpochHeader
 from harness.messages.stream import StreamChunk
 from harness.session.session import Session
+from harness.testing.scripted import ScriptedProvider
 
 T = TypeVar("T")
 
@@ -255,33 +256,9 @@ class Flushes:
 # ---- a scripted provider -------------------------------------------------------------------
 
 
-class ScriptedProvider:
-    """A ``Provider`` that plays given chunk lists and records each request."""
-
-    def __init__(self, *replies: Sequence[StreamChunk], route: str = PROVIDER) -> None:
-        self.replies = list(replies)
-        self.requests: list[GenerateOptions] = []
-        self._route = route
-
-    @property
-    def route(self) -> str:
-        return self._route
-
-    def materialize(self, header: EpochHeader) -> EpochHeader:
-        return header
-
-    def context_window(self, model: str) -> int | None:
-        return 1_000_000
-
-    async def stream(
-        self, options: GenerateOptions, *, cancel: asyncio.Event | None = None
-    ) -> AsyncIterator[StreamChunk]:
-        self.requests.append(options)
-        for chunk in self.replies.pop(0):
-            yield chunk
-
-    async def aclose(self) -> None:
-        return None
+def scripted(*replies: Sequence[StreamChunk], route: str = PROVIDER) -> ScriptedProvider:
+    """``harness.testing``'s provider as the summarizer tests use it: headers sent as given."""
+    return ScriptedProvider(list(replies), route=route, window=1_000_000, default_max_tokens=None)
 
 
 def types_after(session: Session, seq: int) -> list[str]:

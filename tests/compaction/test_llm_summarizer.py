@@ -32,7 +32,7 @@ from harness.messages.stream import (
 from harness.providers.deepseek import DeepSeekProvider
 from harness.session.request import build_request
 from harness.testing import FakeDeepSeek, Reply, usage
-from tests.compaction.helpers import MODEL, SYSTEM, TOOLS, Builder, ScriptedProvider, long_session, run
+from tests.compaction.helpers import MODEL, SYSTEM, TOOLS, Builder, long_session, run, scripted
 
 API_KEY = "sk-compaction-test-0000"
 SUMMARY = "## Primary Request and Intent\n- count the numbers\n## Pending Jobs\n- (none)"
@@ -174,7 +174,7 @@ def test_unusable_output_is_refused(chunks: Sequence[StreamChunk], reason: str) 
     session = open_session().session
     nodes = list(session.surface.nodes)
     with pytest.raises(SummaryFailed) as raised:
-        run(compact(session, *_head(session), LlmSummarizer(ScriptedProvider(chunks))))
+        run(compact(session, *_head(session), LlmSummarizer(scripted(chunks))))
     assert raised.value.reason == reason
     assert reason in session.events[-1].data["error"]
     assert list(session.surface.nodes) == nodes
@@ -192,7 +192,7 @@ def test_reasoning_is_recorded_but_only_text_enters_the_checkpoint() -> None:
         TextDelta(1, SUMMARY),
         BlockEnd(1, {"type": "text", "text": SUMMARY}),
     ]
-    result = run(compact(session, *_head(session), LlmSummarizer(ScriptedProvider(chunks))))
+    result = run(compact(session, *_head(session), LlmSummarizer(scripted(chunks))))
     summary = session.events[result.summary_seq].data
     assert [block["type"] for block in summary["rawOutput"]] == ["reasoning", "text"]
     checkpoint_text = "".join(b.raw.get("text", "") for b in session.derive_messages()[0].content)
@@ -202,7 +202,7 @@ def test_reasoning_is_recorded_but_only_text_enters_the_checkpoint() -> None:
 
 def test_the_target_model_is_configured_or_taken_from_the_header() -> None:
     session = open_session().session
-    provider = ScriptedProvider(text_reply(SUMMARY), text_reply(SUMMARY))
+    provider = scripted(text_reply(SUMMARY), text_reply(SUMMARY))
     run(compact(session, *_head(session), LlmSummarizer(provider, model="deepseek-v4-pro", max_tokens=512)))
     sent = provider.requests[0]
     assert sent.config["model"] == "deepseek-v4-pro" and sent.config["maxTokens"] == 512
@@ -211,5 +211,5 @@ def test_the_target_model_is_configured_or_taken_from_the_header() -> None:
     assert "reasoningEffort" not in sent.config and "temperature" not in sent.config
     other = open_session().session
     with pytest.raises(SummaryFailed) as raised:
-        run(compact(other, *_head(other), LlmSummarizer(ScriptedProvider(route="another-route"))))
+        run(compact(other, *_head(other), LlmSummarizer(scripted(route="another-route"))))
     assert raised.value.reason == "NO_TARGET"

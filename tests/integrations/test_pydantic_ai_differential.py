@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.testing.samples import run
 from tests.integrations.pydantic_ai_scenarios import SCENARIOS
 from tests.integrations.pydantic_ai_support import Observed, harness_store, make_backend, reference_store
-from tests.stores.helpers import run
 from tests.stores.pg import backend_schema
 
 BACKENDS = ["memory", "jsonl", "sqlite", "postgres"]

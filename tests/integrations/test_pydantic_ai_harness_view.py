@@ -31,8 +31,8 @@ from harness.cli import app
 from harness.integrations.pydantic_ai import HarnessConversationStore
 from harness.query.forks import store_lineage
 from harness.stores import JsonlBackend, MemoryBackend, SessionStore
+from harness.testing.samples import run
 from tests.integrations.pydantic_ai_support import T0, call, reply, returned, turn, user
-from tests.stores.helpers import run
 
 
 def cli(root: Path, *args: str) -> tuple[int, str]:

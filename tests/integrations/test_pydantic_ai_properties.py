@@ -29,8 +29,8 @@ from pydantic_ai.usage import RequestUsage
 
 from harness.integrations.pydantic_ai import HarnessConversationStore
 from harness.stores import MemoryBackend, SessionStore
+from harness.testing.samples import run
 from tests.integrations.pydantic_ai_support import Observed, user
-from tests.stores.helpers import run
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 json_values = st.recursive(

@@ -21,8 +21,8 @@ from harness.query.forks import store_lineage
 from harness.stores import SessionStore
 from harness.stores.backend import Backend
 from harness.stores.faults import DelegatingBackend, FaultyBackend
+from harness.testing.samples import run
 from tests.integrations.pydantic_ai_support import make_backend, reply, turn, user
-from tests.stores.helpers import run
 from tests.stores.pg import drop_schema
 
 BACKENDS = ["jsonl", "sqlite", "postgres"]

@@ -23,7 +23,7 @@ from harness.providers.retry import RetryPolicy
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing import FakeDeepSeek, Reply
-from tests.agent.scripted import EchoTool
+from harness.testing.scripted import EchoTool
 from tests.providers.helpers import API_KEY, MakeProvider, Sleeps
 
 SETTINGS = AgentSettings(model="deepseek-v4-flash", system="You are terse.")

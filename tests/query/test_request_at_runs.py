@@ -24,7 +24,7 @@ from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
 from harness.testing import FakeDeepSeek, RecordedRequest, Reply, usage
-from tests.agent.scripted import EchoTool
+from harness.testing.scripted import EchoTool
 
 API_KEY = "sk-test-timetravel-0d9e"
 

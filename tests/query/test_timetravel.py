@@ -28,7 +28,7 @@ from harness.query.timetravel import (
     time_travel,
 )
 from harness.session.request import build_request
-from tests.agent.scripted import EchoTool, ScriptedProvider, calls_reply, error_reply, text_reply
+from harness.testing.scripted import EchoTool, ScriptedProvider, calls_reply, error_reply, text_reply
 from tests.test_properties import SETTINGS, Built, fold_key, valid_logs
 
 

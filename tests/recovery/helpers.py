@@ -17,9 +17,9 @@ from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.events.event import Event
 from harness.providers.base import Provider
 from harness.recovery import WorldReport, check_world
+from harness.testing.scripted import ScriptedProvider, calls_reply, text_reply
 from harness.tools.base import Tool
 from harness.tools.registry import default_tools
-from tests.agent.scripted import ScriptedProvider, calls_reply, text_reply
 
 MODEL = "m-1"
 WINDOW = 1000

@@ -21,7 +21,7 @@ import pytest
 from psycopg import sql
 
 from harness.stores.postgres import PostgresBackend
-from tests.stores.helpers import chunk, header, run, sample_events, wire  # shared with the SQLite tests
+from harness.testing.samples import chunk, header, run, sample_events, wire  # shared with the SQLite tests
 
 T = TypeVar("T")
 

@@ -10,8 +10,8 @@ import pytest
 from harness.errors import InvalidSessionId
 from harness.stores.backend import Backend
 from harness.stores.dsh_sqlite import DshSqliteBackend
-from tests.stores.contract import StoreContract
-from tests.stores.helpers import chunk, header, run
+from harness.testing.contract import StoreContract
+from harness.testing.samples import chunk, header, run
 
 
 class TestDshSqliteContract(StoreContract):

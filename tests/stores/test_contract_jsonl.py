@@ -15,7 +15,7 @@ from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.fileio import FileOps
 from harness.stores.jsonl.frames import encode_frame, scan_frames
 from harness.stores.store import SessionStore
-from tests.stores.contract import StoreContract, one_turn, wire
+from harness.testing.contract import StoreContract, one_turn, wire
 
 
 class TestJsonlPlain(StoreContract):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.stores.backend import Backend
 from harness.stores.memory import MemoryBackend
-from tests.stores.contract import StoreContract
+from harness.testing.contract import StoreContract
 
 
 class TestMemoryBackend(StoreContract):

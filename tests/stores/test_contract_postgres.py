@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.stores.backend import Backend
-from tests.stores.contract import StoreContract
+from harness.testing.contract import StoreContract
 from tests.stores.pg import SchemaPerTest, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

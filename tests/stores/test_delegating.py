@@ -8,7 +8,7 @@ import inspect
 from harness.stores.backend import Backend, read_whole
 from harness.stores.faults import DelegatingBackend
 from harness.stores.memory import MemoryBackend
-from tests.stores.helpers import header, run, sample_events, write_samples
+from harness.testing.samples import header, run, sample_events, write_samples
 
 
 def test_every_backend_method_is_forwarded_by_the_base_itself() -> None:

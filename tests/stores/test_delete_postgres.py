@@ -14,7 +14,7 @@ import pytest
 from harness.errors import SessionDeleted, SessionInUse
 from harness.events.event import Event
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 from tests.stores.pg import PgSchema, fresh_schema, run, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

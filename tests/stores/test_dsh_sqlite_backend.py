@@ -20,8 +20,8 @@ from harness.stores.dsh_sqlite import DshSqliteBackend, open_sqlite_backend, sql
 from harness.stores.dsh_sqlite.schema import SCHEMA_SQL, UUID_RE
 from harness.stores.sqlite import SqliteBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
-from tests.stores.helpers import chunk, header, run
+from harness.testing.contract import one_turn
+from harness.testing.samples import chunk, header, run
 
 DSHP = 0x44534850
 

@@ -34,7 +34,7 @@ from harness.session.header import validate_header
 from harness.stores.backend import StoredLog
 from harness.stores.dsh_sqlite import DshSqliteBackend
 from harness.stores.store import SessionStore, restore_stored
-from tests.stores.helpers import run
+from harness.testing.samples import run
 from tests.test_fixtures_dsh import FIXTURES, RAW_FILES, read_raw
 
 DSH_SQLITE = FIXTURES.parent / "dsh-sqlite"

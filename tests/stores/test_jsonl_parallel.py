@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.fileio import FileOps
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn, wire
+from harness.testing.contract import one_turn, wire
 
 SESSIONS = 3
 

@@ -17,7 +17,7 @@ import pytest
 from harness.errors import SessionConflict, SessionInUse
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 
 ROUNDS = 25
 SESSION_ID = "raced"

@@ -29,7 +29,7 @@ from harness.stores.open import (
     parse_store_spec,
     register_scheme,
 )
-from tests.stores.contract import one_turn
+from harness.testing.contract import one_turn
 
 REPO = Path(__file__).resolve().parents[2]
 

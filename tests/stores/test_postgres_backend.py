@@ -32,7 +32,7 @@ from harness.stores.postgres import SCHEMA_VERSION, PostgresBackend
 from harness.stores.postgres.codec import encode_header
 from harness.stores.store import SessionStore
 from harness.stores.summary import summarize
-from tests.stores.helpers import check_listed_oldest_first, corruptions, full_header, write_samples
+from harness.testing.samples import check_listed_oldest_first, corruptions, full_header, write_samples
 from tests.stores.pg import PgSchema, chunk, fresh_schema, header, run, sample_events, server_dsn, wire
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.stores.store import SessionStore
+from harness.testing.contract import one_turn
 from tests.interruptible import HARNESS_CLI, ChildLines
-from tests.stores.contract import one_turn
 from tests.stores.pg import PgSchema, chunk, fresh_schema, run, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

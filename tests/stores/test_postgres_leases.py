@@ -25,7 +25,7 @@ from harness.stores.leases import Lease
 from harness.stores.memory import MemoryBackend
 from harness.stores.postgres import PostgresBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn, wire
+from harness.testing.contract import one_turn, wire
 from tests.stores.pg import PgSchema, chunk, fresh_schema, header, run, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

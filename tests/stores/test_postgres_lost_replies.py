@@ -26,7 +26,7 @@ from harness.stores.postgres import PostgresBackend
 from harness.stores.postgres.codec import db_text
 from harness.stores.store import SessionStore
 from harness.stores.writebehind import WriteBehind
-from tests.stores.contract import one_turn, wire
+from harness.testing.contract import one_turn, wire
 from tests.stores.pg import PgSchema, app_name, chunk, fresh_schema, header, run, server_dsn
 from tests.stores.pg_relay import Relay, relay_to
 

@@ -12,7 +12,7 @@ import pytest
 from harness.errors import SessionNotFound
 from harness.events.event import Event
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn, wire
+from harness.testing.contract import one_turn, wire
 from tests.stores.pg import PgSchema, chunk, fresh_schema, header, run, server_dsn
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers

@@ -32,8 +32,8 @@ from harness.events.json import loads
 from harness.stores.backend import Backend, StoredLog
 from harness.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SqliteBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import StoreContract
-from tests.stores.helpers import (
+from harness.testing.contract import StoreContract
+from harness.testing.samples import (
     check_listed_oldest_first,
     chunk,
     corruptions,

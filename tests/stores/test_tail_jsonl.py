@@ -14,8 +14,8 @@ from harness.stores.backend import Backend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.fileio import FileOps
 from harness.stores.store import SessionStore
-from tests.stores.helpers import run
-from tests.stores.tail_contract import Follower, TailContract
+from harness.testing.samples import run
+from harness.testing.tail_contract import Follower, TailContract
 
 
 class TestTailJsonlPlain(TailContract):

@@ -4,8 +4,8 @@ LISTEN/NOTIFY without polling, a killed connection)."""
 
 from __future__ import annotations
 
+from harness.testing.tail_contract import TailContract
 from tests.stores.pg import SchemaPerTest, server_dsn
-from tests.stores.tail_contract import TailContract
 
 server_dsn()  # skip (or, under CI=true, fail) this module when no server answers
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.stores.backend import Backend
 from harness.stores.sqlite import SqliteBackend
-from tests.stores.tail_contract import TailContract
+from harness.testing.tail_contract import TailContract
 
 
 class TestTailSqlite(TailContract):

@@ -17,7 +17,7 @@ from harness.errors import OutcomeUnknown, SessionConflict, StorageError
 from harness.events.event import Event
 from harness.stores.memory import MemoryBackend
 from harness.stores.writebehind import WriteBehind
-from tests.stores.helpers import chunk, header
+from harness.testing.samples import chunk, header
 
 
 class _Landing(MemoryBackend):

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from harness.testing.samples import run
 from tests.integrations.adk.scenarios import SCENARIOS, Seen
 from tests.integrations.adk.support import BACKENDS, service_on
-from tests.stores.helpers import run
 from tests.stores.pg import backend_schema
 
 

@@ -19,8 +19,8 @@ from harness.stores.faults import FaultyBackend
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.memory import MemoryBackend
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.integrations.adk.scenarios import rich_events, text
-from tests.stores.helpers import run
 
 
 def test_a_stale_copy_is_refused_and_nothing_is_written() -> None:

@@ -17,8 +17,8 @@ import pytest
 
 from harness.integrations.adk import HarnessSessionService
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.integrations.adk.racer import backend_of
-from tests.stores.helpers import run
 from tests.stores.pg import drop_schema
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
+from harness.testing.samples import run
 from tests.stores.faults.shim import Shim
 from tests.stores.faults.test_outcome_unknown import expected_events, fresh_read, writer
-from tests.stores.helpers import run
 
 
 def test_dsh_sqlite_wal_fdatasync_eio_is_unknown_and_resynced(shim: Shim) -> None:

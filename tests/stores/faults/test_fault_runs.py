@@ -39,10 +39,10 @@ import harness
 from harness.events.json import dumps, loads
 from harness.stores.backend import read_whole
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.shim import Shim
 from tests.stores.faults.writer import SESSION_ID, make_backend, turn_events
-from tests.stores.helpers import run
 
 REPO = Path(__file__).resolve().parents[3]
 TURNS = 6

@@ -26,10 +26,10 @@ from harness.errors import PersistenceFailed
 from harness.events.json import loads
 from harness.stores.backend import read_whole
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.shim import need
 from tests.stores.faults.writer import SESSION_ID, make_backend
-from tests.stores.helpers import run
 
 SIZE = "2m"
 

@@ -30,10 +30,10 @@ from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.fileio import FileOps
 from harness.stores.jsonl.paths import Compression
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.shim import Shim
 from tests.stores.faults.writer import SESSION_ID, append_turn, make_backend, turn_events
-from tests.stores.helpers import run
 
 REPO = Path(__file__).resolve().parents[3]
 MODES: tuple[Compression, ...] = ("none", "zstd")

@@ -23,10 +23,10 @@ from harness.events.json import loads
 from harness.stores.backend import read_whole
 from harness.stores.postgres import PostgresBackend
 from harness.stores.store import SessionStore
+from harness.testing.samples import run
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.private_pg import PrivateServer
 from tests.stores.faults.writer import append_turn, turn_events
-from tests.stores.helpers import run
 
 APP = "harness-faults-outage"
 

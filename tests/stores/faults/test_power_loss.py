@@ -23,10 +23,10 @@ from harness.events.event import Event
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.paths import Compression
 from harness.stores.store import SessionStore
+from harness.testing.samples import header, run, wire
 from tests.stores.faults.counts import COUNTS
 from tests.stores.faults.crashfs import Recording, RecordingOps, crash_states, write_tree
 from tests.stores.faults.writer import turn_events
-from tests.stores.helpers import header, run, wire
 
 SID = "power"
 

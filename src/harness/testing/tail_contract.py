@@ -18,8 +18,8 @@ from harness.session.session import Session
 from harness.stores.backend import Backend
 from harness.stores.leases import TailingBackend
 from harness.stores.store import SessionStore
-from tests.stores.contract import one_turn
-from tests.stores.helpers import run
+from harness.testing.contract import one_turn
+from harness.testing.samples import run
 
 
 def chunks(session: Session, count: int, text: str = "piece") -> None:

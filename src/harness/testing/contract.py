@@ -2,7 +2,16 @@
 
 Each backend's test module subclasses ``StoreContract`` and says how to make a
 backend (and a second one on the same storage). Every test here then runs
-against it, eventsourcing-style.
+against it, eventsourcing-style. A backend written outside harness runs it too::
+
+    from harness.testing.contract import StoreContract
+
+    class TestMyBackend(StoreContract):
+        def make_backend(self, tmp_path): return MyBackend(tmp_path / "data")
+        def second_backend(self, tmp_path, first): return MyBackend(tmp_path / "data")
+
+It needs ``pytest`` (a test dependency, not one of harness's); ``harness.testing.tail_contract``
+is the same for a backend with a live tail.
 """
 
 from __future__ import annotations
@@ -37,8 +46,8 @@ from harness.stores.backend import Backend, StoredLog, read_whole
 from harness.stores.faults import FaultyBackend
 from harness.stores.store import SessionStore
 from harness.stores.summary import summarize
-from tests.stores.helpers import chunk, full_header, header, run, sample_events
-from tests.stores.helpers import wire as wire_events
+from harness.testing.samples import chunk, full_header, header, run, sample_events
+from harness.testing.samples import wire as wire_events
 
 
 def wire(session: harness.Session) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Data helpers the database backend tests share (SQLite, PostgreSQL)."""
+"""Sample headers and events for backend tests (the contract suites and a backend's own tests):
+``header``, ``full_header``, ``chunk``, ``sample_events``, ``corruptions``, ``wire``, ``run``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""An in-process scripted provider and simple tools for agent-loop tests."""
+"""A scripted, in-process ``Provider`` and a simple tool, for tests of agents built on harness.
+
+``ScriptedProvider(replies)`` plays one reply (a list of stream chunks) per request and
+records each request; ``text_reply``, ``calls_reply`` and ``error_reply`` build replies.
+A reply given as ``"hang"`` streams a first chunk, then waits for the request's cancel.
+``EchoTool`` returns its arguments. No network, no server: for a test of the HTTP path use
+``FakeDeepSeek``.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +34,11 @@ from harness.tools.base import ToolContext, ToolOutcome, ToolSpec
 ROUTE = "scripted"
 
 
+__all__ = ["ROUTE", "EchoTool", "ScriptedProvider", "calls_reply", "error_reply", "text_reply"]
+
+
 def text_reply(*pieces: str, usage: bool = True) -> list[StreamChunk]:
+    """A text answer streamed in ``pieces`` (with a usage chunk unless ``usage`` is False)."""
     chunks: list[StreamChunk] = [BlockStart(0, "text")]
     chunks += [TextDelta(0, piece) for piece in pieces]
     chunks.append(BlockEnd(0, {"type": "text", "text": "".join(pieces)}))
@@ -38,6 +49,7 @@ def text_reply(*pieces: str, usage: bool = True) -> list[StreamChunk]:
 
 
 def calls_reply(*calls: tuple[str, str, str], max_tokens: bool = False) -> list[StreamChunk]:
+    """Tool calls ``(id, name, arguments JSON)``; ``max_tokens``: cut off by the token limit."""
     chunks: list[StreamChunk] = []
     for index, (call_id, name, arguments) in enumerate(calls):
         chunks.append(BlockStart(index, "tool-call"))
@@ -49,27 +61,42 @@ def calls_reply(*calls: tuple[str, str, str], max_tokens: bool = False) -> list[
 
 
 def error_reply(code: str = "SERVER") -> list[StreamChunk]:
+    """A failed model request (``code`` as a provider reports it)."""
     return [Finish(FinishError(LlmFailure(message="the model failed", code=code, status=500)))]
 
 
 class ScriptedProvider:
-    """Plays one scripted reply per request; records every request. A reply that is
-    ``"hang"`` streams its first chunk then waits for cancel."""
+    """Plays one scripted reply per request; records every request (``requests``). A reply
+    that is ``"hang"`` streams its first chunk then waits for cancel. ``window`` is the context
+    window it reports, ``route`` its provider route; ``default_max_tokens`` is filled into a
+    request header that sets none, as a real adapter's default would be (``None``: headers
+    are sent as given)."""
 
-    def __init__(self, replies: Sequence[Sequence[StreamChunk] | str], *, window: int = 1000) -> None:
+    def __init__(
+        self,
+        replies: Sequence[Sequence[StreamChunk] | str] = (),
+        *,
+        window: int = 1000,
+        route: str = ROUTE,
+        default_max_tokens: int | None = 4096,
+    ) -> None:
         self.replies = list(replies)
         self.requests: list[GenerateOptions] = []
         self.window = window
+        self._route = route
+        self._max_tokens = default_max_tokens
 
     @property
     def route(self) -> str:
-        return ROUTE
+        return self._route
 
     def materialize(self, header: EpochHeader) -> EpochHeader:
+        if self._max_tokens is None:
+            return header
         raw = dict(header.raw)
         config = dict(raw["config"])
         if "maxTokens" not in config:
-            config["maxTokens"] = 4096
+            config["maxTokens"] = self._max_tokens
             raw["adapterDefaults"] = {**dict(raw.get("adapterDefaults", {})), "maxTokens": True}
         raw["config"] = config
         return EpochHeader(raw)
