@@ -50,7 +50,14 @@ SUBPACKAGES = (
     "harness.agent",
 )
 # the applications and test aids, not the library: not aggregated into harness
-APPLICATIONS = ("harness.__main__", "harness.cli", "harness.demos", "harness.testing", "harness.viewer")
+APPLICATIONS = (
+    "harness.__main__",
+    "harness.cli",
+    "harness.demos",
+    "harness.present",
+    "harness.testing",
+    "harness.viewer",
+)
 
 
 def fresh_python(code: str) -> str:
