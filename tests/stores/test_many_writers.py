@@ -52,7 +52,7 @@ from tests.stores.pg import fresh_schema, run, server_up
 
 WORKERS = 4
 SESSIONS = [f"s{i}" for i in range(8)]
-SECONDS = float(os.environ.get("HARNESS_TORTURE_S", "12"))
+SECONDS = float(os.environ.get("HARNESS_TORTURE_S", "10"))
 PG_TTL = 1.5
 CLI_KEY = "sk-test-many-writers"
 REPO = Path(__file__).resolve().parents[2]

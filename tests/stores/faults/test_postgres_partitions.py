@@ -215,7 +215,7 @@ def first_renewal_failure(records: list[dict[str, Any]], worker: str, since: flo
 def test_a_clean_cut_longer_than_the_ttl_with_takeover(lab: Lab, tmp_path: Path) -> None:
     net, server = lab
     heal = 2.5 + 2 * TTL + 1
-    run = Run(net, server, tmp_path, heal + 6)
+    run = Run(net, server, tmp_path, heal + 4)
     run.spawn("a")
     run.at(0.7, "b", lambda: run.spawn("b"))
     run.at(2.5, "cut", lambda: net.cut("a"))
@@ -236,7 +236,7 @@ def test_replies_dropped_while_requests_arrive(lab: Lab, tmp_path: Path) -> None
     that is in the log, and nothing is written twice."""
     net, server = lab
     heal = 2.5 + 2 * TTL + 1
-    run = Run(net, server, tmp_path, heal + 6)
+    run = Run(net, server, tmp_path, heal + 4)
     run.spawn("a")
     run.at(0.7, "b", lambda: run.spawn("b"))
     run.at(2.5, "drop", lambda: net.drop_replies("a"))
@@ -261,7 +261,7 @@ def test_replies_dropped_while_requests_arrive(lab: Lab, tmp_path: Path) -> None
 def test_a_slow_lossy_link(lab: Lab, tmp_path: Path) -> None:
     net, server = lab
     heal = 2.0 + 3 * TTL
-    run = Run(net, server, tmp_path, heal + 5)
+    run = Run(net, server, tmp_path, heal + 4)
     run.spawn("a")
     run.at(0.7, "b", lambda: run.spawn("b"))
 
@@ -285,7 +285,7 @@ def test_a_slow_lossy_link(lab: Lab, tmp_path: Path) -> None:
 def test_a_database_restart_while_both_are_cut(lab: Lab, tmp_path: Path) -> None:
     net, server = lab
     heal = 2.5 + 1.5 * TTL + 1
-    run = Run(net, server, tmp_path, heal + 7)
+    run = Run(net, server, tmp_path, heal + 4)
     run.spawn("a")
     run.at(0.7, "b", lambda: run.spawn("b"))
     run.at(2.5, "cut", lambda: net.cut("a", "b"))
