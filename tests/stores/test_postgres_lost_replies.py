@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 
 import psycopg
 import pytest
@@ -69,6 +69,21 @@ def later(seconds: float, action: object) -> threading.Timer:
     return timer
 
 
+async def lose_the_reply(
+    relay: Relay, attempt: Awaitable[object], match: str = "may have committed"
+) -> OutcomeUnknown:
+    """Run ``attempt`` while the relay holds the server's replies back, then break the link:
+    the statement went out, its answer never came back."""
+    relay.set("swallow")
+    timer = later(1.0, relay.break_clients)
+    try:
+        with pytest.raises(OutcomeUnknown, match=match) as unknown:
+            await attempt
+    finally:
+        timer.join()
+    return unknown.value
+
+
 def take_lease(pg: PgSchema, session_id: str) -> None:
     """Another writer takes the lease over (what a takeover's acquire does to the row)."""
     with pg.connect() as conn:
@@ -88,13 +103,9 @@ def test_a_commit_whose_reply_is_lost_is_outcome_unknown_and_the_next_flush_adop
         one_turn(session)
         await store.flush(session)
         one_turn(session, 2)
-        relay.set("swallow")
-        timer = later(1.0, relay.break_clients)  # the link breaks after the statement went out
-        with pytest.raises(OutcomeUnknown, match="may have committed") as unknown:
-            await store.flush(session)
-        timer.join()
+        unknown = await lose_the_reply(relay, store.flush(session))
         assert relay.replies_held > 0
-        assert type(unknown.value) is OutcomeUnknown and isinstance(unknown.value, PersistenceFailed)
+        assert type(unknown) is OutcomeUnknown and isinstance(unknown, PersistenceFailed)
         assert len(stored_lines(pg, "lost")) == len(session.events)  # it did commit
         relay.set("pass")
         one_turn(session, 3)
@@ -113,17 +124,9 @@ def test_discard_after_a_lost_reply_returns_only_what_is_not_stored(pg: PgSchema
         await store.flush(session)
         one_turn(session, 2)
         committed = len(session.events)
-        relay.set("swallow")
-        timer = later(1.0, relay.break_clients)
-        with pytest.raises(OutcomeUnknown):
-            await store.flush(session)
-        timer.join()
+        await lose_the_reply(relay, store.flush(session))
         one_turn(session, 3, close=False)  # appended after the failure: never written
-        relay.set("swallow")
-        timer = later(1.0, relay.break_clients)
-        with pytest.raises(OutcomeUnknown, match="could not be read"):
-            await store.discard(session)  # it cannot tell yet: nothing changes
-        timer.join()
+        await lose_the_reply(relay, store.discard(session), "could not be read")  # nothing changes
         relay.set("pass")
         unwritten = await store.discard(session)
         assert [event.seq for event in unwritten] == list(range(committed, len(session.events)))

@@ -40,18 +40,24 @@ class _Landing(MemoryBackend):
         return await super().stored_length(session_id)
 
 
+async def landed_unknown(*events: Event) -> tuple[_Landing, WriteBehind]:
+    """A writer whose write of ``events`` landed but reported ``OutcomeUnknown``."""
+    backend = _Landing()
+    await backend.create(header("s1"))
+    writer = WriteBehind(backend, "s1", cursor=0, window_s=3600)
+    backend.lose_replies = True
+    for event in events:
+        writer(event)
+    with pytest.raises(OutcomeUnknown):
+        await writer.flush()
+    backend.lose_replies = False
+    return backend, writer
+
+
 def test_a_landed_batch_is_adopted_and_only_what_follows_another_writer_stays_queued() -> None:
     async def go() -> None:
-        backend = _Landing()
-        await backend.create(header("s1"))
-        writer = WriteBehind(backend, "s1", cursor=0, window_s=3600)
-        backend.lose_replies = True
-        writer(chunk(0))
-        writer(chunk(1))
-        with pytest.raises(OutcomeUnknown):
-            await writer.flush()
+        backend, writer = await landed_unknown(chunk(0), chunk(1))
         assert writer.pending == 2 and writer.cursor == 0
-        backend.lose_replies = False
         await backend.append("s1", [chunk(2, "another writer's")])
         writer(chunk(2))
         writer(chunk(3))
@@ -68,14 +74,7 @@ def test_a_landed_batch_is_adopted_and_only_what_follows_another_writer_stays_qu
 
 def test_a_landed_batch_is_adopted_and_the_rest_written_once() -> None:
     async def go() -> None:
-        backend = _Landing()
-        await backend.create(header("s1"))
-        writer = WriteBehind(backend, "s1", cursor=0, window_s=3600)
-        backend.lose_replies = True
-        writer(chunk(0))
-        with pytest.raises(OutcomeUnknown):
-            await writer.flush()
-        backend.lose_replies = False
+        backend, writer = await landed_unknown(chunk(0))
         writer(chunk(1))
         await writer.flush()
         assert [event["seq"] for event in (await backend.read("s1")).events] == [0, 1]
@@ -85,14 +84,7 @@ def test_a_landed_batch_is_adopted_and_the_rest_written_once() -> None:
 
 def test_when_the_backend_cannot_be_asked_the_outcome_stays_unknown() -> None:
     async def go() -> None:
-        backend = _Landing()
-        await backend.create(header("s1"))
-        writer = WriteBehind(backend, "s1", cursor=0, window_s=3600)
-        backend.lose_replies = True
-        writer(chunk(0))
-        with pytest.raises(OutcomeUnknown):
-            await writer.flush()
-        backend.lose_replies = False
+        backend, writer = await landed_unknown(chunk(0))
         backend.unreadable = True
         writer(chunk(1))
         for attempt in (writer.flush(), writer.settle()):
