@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from harness.events.event import Event
+from harness.events.types import Aspect, Hooks
 from harness.present.summary import retry_line
 
 __all__ = ["LivePrinter"]
@@ -37,36 +38,39 @@ class LivePrinter:
         self.console.print(markup, highlight=False, soft_wrap=True)
 
     def __call__(self, event: Event) -> None:
-        kind = event.type
-        data = event.data
-        if not isinstance(data, Mapping):
+        show = _LINES.get(event.type)
+        if show is None:
             return
-        if kind == "assistant/chunk":
-            self._chunk(data.get("chunk"))
-        elif kind == "tool/call":
-            arguments = escape(_short(str(data.get("arguments"))))
-            self._line(f"[cyan]→ {escape(str(data.get('name')))}[/] {arguments}")
-        elif kind == "tool/result":
-            self._result(data)
-        elif kind == "llm/retry":
-            self._line(f"[yellow]{escape(retry_line(data))}[/]")
-        elif kind == "approval/asked":
-            self._line(f"[yellow]? approval asked for {escape(str(data.get('toolName')))}[/]")
-        elif kind == "approval/decided":
-            self._line(f"[yellow]  decided: {escape(str(data.get('outcome')))}[/]")
-        elif kind == "turn/end":
-            reason = data.get("reason")
-            label = reason.get("kind") if isinstance(reason, Mapping) else reason
-            detail = ""
-            if isinstance(reason, Mapping) and isinstance(reason.get("error"), Mapping):
-                error = reason["error"]
-                detail = f": {error.get('code')} {error.get('message')}"
-                if isinstance(wait := error.get("providerRetryAfterMs"), int | float):
-                    detail += f" (the provider asked for a wait of {wait / 1000:g} s)"
-            style = "green" if label == "completed" else "red"
-            turn = escape(str(data.get("turn")))
-            # Said once the turn is stored (``stored``): a turn whose flush fails never "ended".
-            self._ended = f"[{style}]turn {turn} ended: {escape(str(label))}{escape(detail)}[/]"
+        data = event.data
+        if isinstance(data, Mapping):
+            show(self, data)
+
+    def _tool_call(self, data: Mapping[str, Any]) -> None:
+        arguments = escape(_short(str(data.get("arguments"))))
+        self._line(f"[cyan]→ {escape(str(data.get('name')))}[/] {arguments}")
+
+    def _retry(self, data: Mapping[str, Any]) -> None:
+        self._line(f"[yellow]{escape(retry_line(data))}[/]")
+
+    def _asked(self, data: Mapping[str, Any]) -> None:
+        self._line(f"[yellow]? approval asked for {escape(str(data.get('toolName')))}[/]")
+
+    def _decided(self, data: Mapping[str, Any]) -> None:
+        self._line(f"[yellow]  decided: {escape(str(data.get('outcome')))}[/]")
+
+    def _turn_end(self, data: Mapping[str, Any]) -> None:
+        reason = data.get("reason")
+        label = reason.get("kind") if isinstance(reason, Mapping) else reason
+        detail = ""
+        if isinstance(reason, Mapping) and isinstance(reason.get("error"), Mapping):
+            error = reason["error"]
+            detail = f": {error.get('code')} {error.get('message')}"
+            if isinstance(wait := error.get("providerRetryAfterMs"), int | float):
+                detail += f" (the provider asked for a wait of {wait / 1000:g} s)"
+        style = "green" if label == "completed" else "red"
+        turn = escape(str(data.get("turn")))
+        # Said once the turn is stored (``stored``): a turn whose flush fails never "ended".
+        self._ended = f"[{style}]turn {turn} ended: {escape(str(label))}{escape(detail)}[/]"
 
     def stored(self) -> None:
         """Print the line of the turn that ended, now that it is stored."""
@@ -74,7 +78,8 @@ class LivePrinter:
             self._line(self._ended)
             self._ended = None
 
-    def _chunk(self, chunk: Any) -> None:
+    def _chunk(self, data: Mapping[str, Any]) -> None:
+        chunk = data.get("chunk")
         if not isinstance(chunk, Mapping):
             return
         kind = chunk.get("type")
@@ -107,6 +112,19 @@ class LivePrinter:
         style = "red" if failed else "dim"
         body = "\n".join(f"  {escape(line)}" for line in shown)
         self._line(f"[{style}]{body}[/]")
+
+
+_LINES: Hooks[Callable[[LivePrinter, Mapping[str, Any]], None]] = Hooks(Aspect.LIVE)
+for _name, _show in {
+    "assistant/chunk": LivePrinter._chunk,
+    "tool/call": LivePrinter._tool_call,
+    "tool/result": LivePrinter._result,
+    "llm/retry": LivePrinter._retry,
+    "approval/asked": LivePrinter._asked,
+    "approval/decided": LivePrinter._decided,
+    "turn/end": LivePrinter._turn_end,
+}.items():
+    _LINES.register(_name)(_show)
 
 
 def _short(text: str, width: int = 100) -> str:

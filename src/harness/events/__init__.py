@@ -1,5 +1,5 @@
 """Immutable events and lossless JSON: ``Event``, surface ops, frozen values, the envelope and the
-vocabulary of known event types (FORMAT §1–2).
+registry of event types (``harness.events.types``, FORMAT §1–2).
 """
 
 from __future__ import annotations
@@ -15,15 +15,18 @@ from harness.events.json import (
     snapshot,
     thaw,
 )
+from harness.events.types import EVENT_TYPES, EventType, event_type
 from harness.events.vocabulary import KNOWN_EVENT_TYPES, MESSAGE_EVENT_TYPES, SURFACE_TYPES
 
 __all__ = [
     "APPEND",
+    "EVENT_TYPES",
     "KNOWN_EVENT_TYPES",
     "MAX_SAFE_INTEGER",
     "MESSAGE_EVENT_TYPES",
     "SURFACE_TYPES",
     "Event",
+    "EventType",
     "FrozenDict",
     "FrozenList",
     "JsonValue",
@@ -31,6 +34,7 @@ __all__ = [
     "SurfaceOp",
     "check_json",
     "encode_event",
+    "event_type",
     "snapshot",
     "thaw",
 ]

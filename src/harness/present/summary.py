@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from harness.events.event import Event
 from harness.events.json import dumps
+from harness.events.types import Aspect, Hooks
 
 __all__ = ["event_summary", "is_failure", "message_text", "plural", "retry_line", "short", "value_text"]
 
@@ -281,7 +282,8 @@ def _turn_step(data: Mapping[str, Any]) -> str:
     return " ".join(f"{key} {value_text(data[key])}" for key in ("turn", "step") if key in data)
 
 
-_SUMMARIES: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
+_SUMMARIES: Final[Hooks[Callable[[Mapping[str, Any]], str]]] = Hooks(Aspect.SUMMARY)
+for _name, _hook in {
     "user/message": _user,
     "assistant/message": _assistant,
     "assistant/chunk": _chunk,
@@ -307,7 +309,8 @@ _SUMMARIES: Final[dict[str, Callable[[Mapping[str, Any]], str]]] = {
     "recovery/check": _recovery_check,
     "llm/retry": _retry,
     "llm/retry-started": lambda d: f"retry {value_text(d.get('retry'))} started",
-}
+}.items():
+    _SUMMARIES.register(_name)(_hook)
 
 
 def event_summary(event: Event, width: int = 60) -> str:
@@ -323,29 +326,40 @@ def event_summary(event: Event, width: int = 60) -> str:
     return short(text, width)
 
 
+def _tool_failed(data: Mapping[str, Any]) -> bool:
+    blocks = _blocks(data.get("message"))
+    return "error" in data or any(isinstance(b, Mapping) and b.get("isError") is True for b in blocks)
+
+
+def _turn_failed(data: Mapping[str, Any]) -> bool:
+    reason = data.get("reason")
+    return isinstance(reason, Mapping) and reason.get("kind") in ("error", "interrupted")
+
+
+def _chunk_failed(data: Mapping[str, Any]) -> bool:
+    chunk = data.get("chunk")
+    reason = chunk.get("reason") if isinstance(chunk, Mapping) else None
+    return isinstance(reason, Mapping) and reason.get("kind") == "error"
+
+
+_FAILURES: Final[Hooks[Callable[[Mapping[str, Any]], bool]]] = Hooks(Aspect.FAILURE)
+for _name, _failed in {
+    "tool/result": _tool_failed,
+    "turn/end": _turn_failed,
+    "compaction/end": lambda d: d.get("error") is not None,
+    "recovery/check": lambda d: d.get("blocking") is True,
+    "approval/decided": lambda d: d.get("outcome") != "allowed-once",
+    "assistant/chunk": _chunk_failed,
+    "llm/retry": lambda d: True,
+}.items():
+    _FAILURES.register(_name)(_failed)
+
+
 def is_failure(event: Event) -> bool:
     """True for an event that records something going wrong (shown in red)."""
+    failed = _FAILURES.get(event.type)
     data = event.data
-    if not isinstance(data, Mapping):
-        return False
-    kind = event.type
-    if kind == "tool/result":
-        blocks = _blocks(data.get("message"))
-        return "error" in data or any(isinstance(b, Mapping) and b.get("isError") is True for b in blocks)
-    if kind == "turn/end":
-        reason = data.get("reason")
-        return isinstance(reason, Mapping) and reason.get("kind") in ("error", "interrupted")
-    if kind == "compaction/end":
-        return data.get("error") is not None
-    if kind == "recovery/check":
-        return data.get("blocking") is True
-    if kind == "approval/decided":
-        return data.get("outcome") != "allowed-once"
-    if kind == "assistant/chunk":
-        chunk = data.get("chunk")
-        reason = chunk.get("reason") if isinstance(chunk, Mapping) else None
-        return isinstance(reason, Mapping) and reason.get("kind") == "error"
-    return kind == "llm/retry"
+    return failed is not None and isinstance(data, Mapping) and failed(data)
 
 
 _RETRY_LABELS = {

@@ -28,8 +28,12 @@ from typing import Any, Final
 
 from harness.events.event import Event
 from harness.events.json import loads
+from harness.events.types import EVENT_TYPES, Aspect, Hooks
 
 __all__ = ["TEXT_TYPES", "event_text"]
+
+_EXTRACTORS: Final[Hooks[Callable[[list[str], Mapping[str, Any]], None]]] = Hooks(Aspect.TEXT)
+"""Each text type's extractor: it appends the event's words to ``parts``."""
 
 
 def _strings(parts: list[str], *values: object) -> None:
@@ -58,14 +62,17 @@ def _message(parts: list[str], message: object) -> None:
         _blocks(parts, message.get("content"))
 
 
+@_EXTRACTORS.register("user/message")
 def _user_message(parts: list[str], data: Mapping[str, Any]) -> None:
     _message(parts, data)
 
 
+@_EXTRACTORS.register("assistant/message")
 def _assistant_message(parts: list[str], data: Mapping[str, Any]) -> None:
     _message(parts, data.get("message"))
 
 
+@_EXTRACTORS.register("tool/result")
 def _tool_result(parts: list[str], data: Mapping[str, Any]) -> None:
     _message(parts, data.get("message"))
     error = data.get("error")
@@ -73,10 +80,12 @@ def _tool_result(parts: list[str], data: Mapping[str, Any]) -> None:
         _strings(parts, error.get("name"), error.get("code"))
 
 
+@_EXTRACTORS.register("tool/call")
 def _tool_call(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("name"), data.get("arguments"))
 
 
+@_EXTRACTORS.register("todo/write")
 def _todo_write(parts: list[str], data: Mapping[str, Any]) -> None:
     todos = data.get("todos")
     if isinstance(todos, list):
@@ -85,14 +94,17 @@ def _todo_write(parts: list[str], data: Mapping[str, Any]) -> None:
                 _strings(parts, todo.get("content"), todo.get("status"))
 
 
+@_EXTRACTORS.register("approval/asked")
 def _approval_asked(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("toolName"), data.get("reason"))
 
 
+@_EXTRACTORS.register("approval/decided")
 def _approval_decided(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("outcome"))
 
 
+@_EXTRACTORS.register("approval/policy")
 def _approval_policy(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("policy"))
 
@@ -102,6 +114,7 @@ def _failure(parts: list[str], failure: object) -> None:
         _strings(parts, failure.get("message"), failure.get("code"))
 
 
+@_EXTRACTORS.register("turn/end")
 def _turn_end(parts: list[str], data: Mapping[str, Any]) -> None:
     reason = data.get("reason")
     if not isinstance(reason, Mapping) or reason.get("kind") == "completed":
@@ -113,14 +126,17 @@ def _turn_end(parts: list[str], data: Mapping[str, Any]) -> None:
         _strings(parts, inner.get("kind"), inner.get("reason"))
 
 
+@_EXTRACTORS.register("llm/retry")
 def _llm_retry(parts: list[str], data: Mapping[str, Any]) -> None:
     _failure(parts, data.get("failure"))
 
 
+@_EXTRACTORS.register("compaction/end")
 def _compaction_end(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("error"))
 
 
+@_EXTRACTORS.register("recovery/check")
 def _recovery_check(parts: list[str], data: Mapping[str, Any]) -> None:
     findings = data.get("findings")
     if isinstance(findings, list):
@@ -135,27 +151,13 @@ def _recovery_check(parts: list[str], data: Mapping[str, Any]) -> None:
                 )
 
 
+@_EXTRACTORS.register("session/title")
 def _session_title(parts: list[str], data: Mapping[str, Any]) -> None:
     _strings(parts, data.get("title"))
 
 
-_EXTRACTORS: Final[dict[str, Callable[[list[str], Mapping[str, Any]], None]]] = {
-    "user/message": _user_message,
-    "assistant/message": _assistant_message,
-    "tool/result": _tool_result,
-    "tool/call": _tool_call,
-    "todo/write": _todo_write,
-    "approval/asked": _approval_asked,
-    "approval/decided": _approval_decided,
-    "approval/policy": _approval_policy,
-    "turn/end": _turn_end,
-    "llm/retry": _llm_retry,
-    "compaction/end": _compaction_end,
-    "recovery/check": _recovery_check,
-    "session/title": _session_title,
-}
 
-TEXT_TYPES: Final = frozenset(_EXTRACTORS)
+TEXT_TYPES: Final = frozenset(n for n, e in EVENT_TYPES.items() if e.has(Aspect.TEXT))
 """The event types that can have semantic text; every other type's text is ``""``."""
 
 

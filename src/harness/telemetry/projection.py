@@ -21,12 +21,13 @@ A malformed event never raises here: what cannot be read is skipped.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.compaction.meter import price_message
 from harness.events.event import Event, Replace
+from harness.events.types import Aspect, Hooks
 from harness.telemetry import conventions as c
 from harness.telemetry.content import (
     content_json,
@@ -442,7 +443,10 @@ class Projector(ProjectorBase):
         out.append(span.close(event.time))
 
 
-_HANDLERS = {
+_HANDLERS: Hooks[Callable[[Projector, Event, Mapping[str, Any], list[SpanRecord]], None]] = Hooks(
+    Aspect.TELEMETRY
+)
+for _name, _handler in {
     "turn/start": Projector._turn_start,
     "turn/end": Projector._turn_end,
     "step/start": Projector._step_start,
@@ -463,7 +467,8 @@ _HANDLERS = {
     "compaction/prune": Projector._compaction_prune,
     "compaction/end": Projector._compaction_end,
     "recovery/check": Projector._recovery_check,
-}
+}.items():
+    _HANDLERS.register(_name)(_handler)
 
 
 def project_session(
