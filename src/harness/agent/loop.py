@@ -49,6 +49,15 @@ from harness.messages.model import (
     tool_result_message,
     user_message,
 )
+from harness.messages.records import (
+    assistant_record,
+    chunk_record,
+    step_bound,
+    tool_call_record,
+    tool_result_record,
+    turn_end,
+    turn_start,
+)
 from harness.messages.request import EpochHeader, classify_request_header
 from harness.messages.stream import (
     Finish,
@@ -208,7 +217,7 @@ class Agent:
             # (sessions and their observers are not thread-safe).
             baseline = await asyncio.to_thread(capture_baseline, self.workspace)
             session.append(WORKSPACE_BASELINE, baseline, ignorable=True)
-        session.append("turn/start", {"turn": turn})
+        session.append("turn/start", turn_start(turn))
         stopped: asyncio.CancelledError | None = None
         try:
             reason = await self._steps(turn, messages, cancel)
@@ -221,7 +230,7 @@ class Agent:
             reason = _error_reason(f"{type(error).__name__}: {error}", "UNKNOWN")
         finally:
             self._cancel = None
-        session.append("turn/end", {"turn": turn, "reason": reason})
+        session.append("turn/end", turn_end(turn, reason))
         if stopped is not None:
             raise stopped
         return TurnOutcome(turn, reason)
@@ -235,7 +244,7 @@ class Agent:
         truncated = False
         for step in range(1, self.settings.max_steps + 1):
             await self._pre_step(cancel)
-            session.append("step/start", {"turn": turn, "step": step})
+            session.append("step/start", step_bound(turn, step))
             try:
                 if step == 1:
                     for message in messages:
@@ -248,7 +257,7 @@ class Agent:
                 if cancel.is_set():
                     raise _TurnEnded({"kind": "aborted", "reason": {"kind": "user"}})
             finally:
-                session.append("step/end", {"turn": turn, "step": step})
+                session.append("step/end", step_bound(turn, step))
             if not calls:
                 return {"kind": "max-tokens"} if truncated else {"kind": "completed"}
         return _error_reason(f"the turn reached its limit of {self.settings.max_steps} steps", "MAX_STEPS")
@@ -385,7 +394,7 @@ class Agent:
         return bool(outcome.retry)
 
     def _chunk(self, turn: int, step: int, chunk: StreamChunk) -> Event:
-        return self.session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk.to_json()})
+        return self.session.append("assistant/chunk", chunk_record(turn, step, chunk.to_json()))
 
     def _message(
         self,
@@ -399,11 +408,8 @@ class Agent:
         interrupted: bool = False,
     ) -> None:
         message = assistant_message(content, provider=header.provider, model=header.model)
-        data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
-        if assembly.usage is not None:
-            data["usage"] = assembly.usage.to_json()
-        if interrupted:
-            data["interrupted"] = True
+        usage = assembly.usage.to_json() if assembly.usage is not None else None
+        data = assistant_record(turn, step, message, usage=usage, interrupted=interrupted)
         self.session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
 
     # ---- tools ----------------------------------------------------------------------
@@ -422,16 +428,8 @@ class Agent:
         session = self.session
         call_seqs: list[int] = []
         for call in group:
-            event = session.append(
-                "tool/call",
-                {
-                    "turn": turn,
-                    "step": step,
-                    "callId": call["id"],
-                    "name": call["name"],
-                    "arguments": call["arguments"],
-                },
-            )
+            data = tool_call_record(turn, step, call["id"], call["name"], call["arguments"])
+            event = session.append("tool/call", data)
             call_seqs.append(event.seq)
         outcomes: dict[int, tuple[ToolOutcome, dict[str, str] | None]] = {}
         started: set[int] = set()
@@ -495,11 +493,7 @@ class Agent:
                 (ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True), _ABORTED),
             )
             message = tool_result_message(call["id"], outcome.text, is_error=outcome.is_error)
-            data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
-            if error is not None:
-                data["error"] = error
-            if outcome.meta is not None:
-                data["meta"] = outcome.meta
+            data = tool_result_record(turn, step, message, error=error, meta=outcome.meta)
             self.session.append(
                 "tool/result", data, surface_op="append", source_event_seqs=[call_seqs[position]]
             )

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from harness.events.event import APPEND, Event
 from harness.events.json import FrozenDict, FrozenList
+from harness.messages.records import answered_call_id, step_bound, tool_call_ids, tool_result_record, turn_end
 
 __all__ = ["REPAIR_NOTE", "TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "repair_closers"]
 
@@ -49,20 +50,6 @@ class _Pending:
         self.call_id = call_id
         self.step = step
         self.call_seq: int | None = None
-
-
-def _tool_call_ids(message: Any) -> list[Any]:
-    """The ids of the message's tool-call blocks, as they are (``None`` when absent)."""
-    if not isinstance(message, Mapping):
-        return []
-    content = message.get("content")
-    if not isinstance(content, list | tuple):
-        return []
-    return [
-        block.get("id")
-        for block in content
-        if isinstance(block, Mapping) and block.get("type") == "tool-call"
-    ]
 
 
 def _key(call_id: Any) -> Any:
@@ -107,17 +94,14 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
             step = None
             pending.clear()
         elif kind == "assistant/message":
-            for call_id in _tool_call_ids(data.get("message")):
+            for call_id in tool_call_ids(data.get("message")):
                 pending[_key(call_id)] = _Pending(call_id, data.get("step"))
         elif kind == "tool/call":
             call = pending.get(_key(data.get("callId")))
             if call is not None:
                 call.call_seq = event.seq
         elif kind == "tool/result":
-            message = data.get("message")
-            source = message.get("source") if isinstance(message, Mapping) else None
-            if isinstance(source, Mapping):
-                pending.pop(_key(source.get("callId")), None)
+            pending.pop(_key(answered_call_id(data)), None)
     if turn is _OPEN_NONE or not events:
         return []
     last = events[-1]
@@ -157,23 +141,21 @@ def repair_closers(events: Sequence[Event]) -> list[Event]:
                 type="tool/result",
                 seq=seq,
                 time=now,
-                data=FrozenDict(turn=turn, step=call.step, message=message, error=error),
+                data=tool_result_record(turn, call.step, message, error=error),
                 surface_op=APPEND,
                 source_event_seqs=(call.call_seq,) if call.call_seq is not None else None,
             )
         )
         seq += 1
     if step is not None:
-        closers.append(
-            Event.create(type="step/end", seq=seq, time=now, data=FrozenDict(turn=turn, step=step))
-        )
+        closers.append(Event.create(type="step/end", seq=seq, time=now, data=step_bound(turn, step)))
         seq += 1
     closers.append(
         Event.create(
             type="turn/end",
             seq=seq,
             time=now,
-            data=FrozenDict(turn=turn, reason=FrozenDict(kind="interrupted")),
+            data=turn_end(turn, {"kind": "interrupted"}),
         )
     )
     return closers

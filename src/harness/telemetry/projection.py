@@ -28,6 +28,7 @@ from typing import Any
 from harness.compaction.meter import price_message
 from harness.events.event import Event, Replace
 from harness.events.types import Aspect, Hooks
+from harness.messages.records import answered_call_id
 from harness.telemetry import conventions as c
 from harness.telemetry.content import (
     content_json,
@@ -399,8 +400,7 @@ class Projector(ProjectorBase):
 
     def _tool_result(self, event: Event, data: Mapping[str, Any], out: list[SpanRecord]) -> None:
         message = data.get("message")
-        source = message.get("source") if isinstance(message, Mapping) else None
-        call_id = source.get("callId") if isinstance(source, Mapping) else None
+        call_id = answered_call_id(data)
         if not isinstance(call_id, str):
             return
         span = self._tools.pop(call_id, None)
