@@ -38,6 +38,7 @@ _LONG_FIRST = (
     "tests/stores/faults/test_postgres_partitions.py",
     "tests/stores/faults/",
     "tests/recovery/test_killed_run.py",
+    "tests/test_docs_code.py",
 )
 
 
