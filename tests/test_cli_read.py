@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 import harness
 from harness.cli import app
+from harness.stores import read_session_file
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.testing.contract import one_turn
@@ -217,7 +218,7 @@ def test_verify_an_id_holding_a_slash_is_the_stored_session(tmp_path: Path) -> N
 @pytest.mark.parametrize("name", ["03-auto-compaction.jsonl", "03-manual-compact.jsonl.zstd"])
 def test_log_and_surface_read_a_session_file(tmp_path: Path, name: str) -> None:
     path = FIXTURES / name
-    expected = harness.read_session_file(str(path))
+    expected = read_session_file(str(path))
     code, out, err = invoke(tmp_path, "log", str(path), "--json")
     assert code == 0, err
     assert len(out.splitlines()) == len(expected.events)

@@ -1,10 +1,12 @@
 """Lazy re-exports for package ``__init__`` modules (PEP 562).
 
-A package lists, per defining module, the names it re-exports; ``lazy_exports`` returns
-the module-level ``__getattr__`` and ``__dir__`` that import a module only when one of
-its names is first used, then keep the value in the package's namespace. Packages also
-import the same names under ``TYPE_CHECKING``, so type checkers and IDEs see real
-imports (``tests/test_public_api.py`` checks the two lists agree).
+A package keeps one table, ``_EXPORTS``: per defining module, the names it re-exports. At
+run time its ``__all__`` is ``exported_names(_EXPORTS)``, and ``lazy_exports`` returns the
+module-level ``__getattr__`` and ``__dir__`` that import a module only when one of its
+names is first used, then keep the value in the package's namespace. Type checkers and IDEs
+cannot run the table, so the package also imports the same names under ``TYPE_CHECKING``,
+each as ``from module import Name as Name`` (an explicit re-export);
+``tests/test_public_api.py`` checks that those imports and the table agree.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["exported_names", "lazy_exports"]
+
+
+def exported_names(exports: Mapping[str, Iterable[str]]) -> list[str]:
+    """Every name of the table ``exports`` (module -> names), once, in the table's order:
+    the ``__all__`` of the package that keeps it."""
+    return list(dict.fromkeys(name for names in exports.values() for name in names))
 
 
 def lazy_exports(

@@ -16,7 +16,7 @@ from harness.agent.approval import Approver, FixedApprover
 from harness.agent.loop import Agent, AgentSettings, TurnOutcome
 from harness.events.event import Event
 from harness.providers.base import Provider
-from harness.recovery import WorldReport, check_world
+from harness.recovery import FindingKind, WorldReport, check_world
 from harness.testing.scripted import ScriptedProvider, calls_reply, text_reply
 from harness.tools.base import Tool
 from harness.tools.registry import default_tools
@@ -192,6 +192,6 @@ def check(
     )
 
 
-def kinds(report: WorldReport) -> list[str]:
+def kinds(report: WorldReport) -> list[FindingKind]:
     """The kinds of a report's findings, in report order."""
     return [item.kind for item in report.findings]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.recovery import BACKGROUND_PROCESS, COMPACTION_ORPHAN, read_history
+from harness.recovery import FindingKind, read_history
 from harness.recovery.checks.processes import check_processes
 from harness.recovery.procs import ProcessProbe
 from tests.recovery.helpers import agent_turn, check, index_of, kinds, restart
@@ -73,11 +73,11 @@ def compact_first_turn(session: harness.Session, compaction_id: str, *, summary:
 def test_a_finished_compaction_is_not_an_orphan(ws: Path) -> None:
     session = one_turn(ws)
     compact_first_turn(session, "k-1", summary=True, end=True)
-    assert check(restart(session), ws).of_kind(COMPACTION_ORPHAN) == ()
+    assert check(restart(session), ws).of_kind(FindingKind.COMPACTION_ORPHAN) == ()
 
 
 def test_a_session_without_compactions_has_no_orphan(ws: Path) -> None:
-    assert check(restart(one_turn(ws)), ws).of_kind(COMPACTION_ORPHAN) == ()
+    assert check(restart(one_turn(ws)), ws).of_kind(FindingKind.COMPACTION_ORPHAN) == ()
 
 
 def test_a_compaction_cut_off_before_a_restart_is_stale_information(ws: Path) -> None:
@@ -85,7 +85,7 @@ def test_a_compaction_cut_off_before_a_restart_is_stale_information(ws: Path) ->
     compact_first_turn(session, "k-1", summary=False, end=False)
     restored = restart(session)
     report = check(restored, ws)
-    assert kinds(report) == [COMPACTION_ORPHAN]
+    assert kinds(report) == [FindingKind.COMPACTION_ORPHAN]
     (item,) = report.findings
     assert item.severity == "info"
     assert item.evidence["compactionId"] == "k-1"
@@ -97,7 +97,7 @@ def test_a_compaction_cut_off_before_a_restart_is_stale_information(ws: Path) ->
 def test_an_orphan_whose_summary_was_committed_says_the_surface_was_replaced(ws: Path) -> None:
     session = one_turn(ws)
     compact_first_turn(session, "k-1", summary=True, end=False)
-    (item,) = check(restart(session), ws).of_kind(COMPACTION_ORPHAN)
+    (item,) = check(restart(session), ws).of_kind(FindingKind.COMPACTION_ORPHAN)
     assert item.evidence["summarySeq"] == index_of(session, "compaction/summary")
     assert "only the end marker is missing" in item.summary
 
@@ -105,7 +105,7 @@ def test_an_orphan_whose_summary_was_committed_says_the_surface_was_replaced(ws:
 def test_an_open_compaction_in_a_live_session_warns(ws: Path) -> None:
     session = one_turn(ws)
     compact_first_turn(session, "k-1", summary=False, end=False)
-    (item,) = check(session, ws).of_kind(COMPACTION_ORPHAN)  # no restart after it
+    (item,) = check(session, ws).of_kind(FindingKind.COMPACTION_ORPHAN)  # no restart after it
     assert item.severity == "warn"
     assert item.evidence["endSeedSeq"] is None
 
@@ -122,7 +122,7 @@ def background_session(ws: Path, reap: list[int]) -> tuple[harness.Session, int]
 def test_a_shell_without_background_jobs_leaves_no_process_finding(ws: Path) -> None:
     session = harness.Session.create()
     agent_turn(session, ws, [("run_shell", {"command": "echo hi"})])
-    assert check(restart(session), ws).of_kind(BACKGROUND_PROCESS) == ()
+    assert check(restart(session), ws).of_kind(FindingKind.BACKGROUND_PROCESS) == ()
 
 
 def test_a_background_process_that_died_is_gone(ws: Path, reap: list[int]) -> None:
@@ -130,7 +130,7 @@ def test_a_background_process_that_died_is_gone(ws: Path, reap: list[int]) -> No
     os.kill(pid, signal.SIGKILL)
     assert gone_soon(pid)
     report = check(session, ws)
-    (item,) = report.of_kind(BACKGROUND_PROCESS)
+    (item,) = report.of_kind(FindingKind.BACKGROUND_PROCESS)
     assert (item.severity, item.evidence["state"], item.evidence["pid"]) == ("warn", "gone", pid)
     assert item.evidence["command"] == "sleep 30 > /dev/null 2>&1 & echo started"
     message = report.drift_message()
@@ -140,7 +140,7 @@ def test_a_background_process_that_died_is_gone(ws: Path, reap: list[int]) -> No
 def test_a_background_process_still_running_is_information(ws: Path, reap: list[int]) -> None:
     session, _ = background_session(ws, reap)
     report = check(session, ws)
-    (item,) = report.of_kind(BACKGROUND_PROCESS)
+    (item,) = report.of_kind(FindingKind.BACKGROUND_PROCESS)
     assert (item.severity, item.evidence["state"]) == ("info", "running")
     if item.evidence["startedAt"] is not None:  # known on Linux
         assert item.evidence["startedAt"] <= item.evidence["recordedAt"] + 2000

@@ -15,14 +15,7 @@ import time
 from pathlib import Path
 
 import harness
-from harness.recovery import (
-    ACTION_OUTCOME_UNKNOWN,
-    GIT_DIRTY,
-    RECOVERY_CHECK,
-    WorldReport,
-    check_world,
-    record_report,
-)
+from harness.recovery import RECOVERY_CHECK, FindingKind, WorldReport, check_world, record_report
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.store import SessionStore
 from harness.tools.registry import default_tools
@@ -104,7 +97,7 @@ def test_sigkill_during_run_shell_is_reported_as_a_blocking_unknown_outcome(tmp_
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(shell_pid, signal.SIGKILL)
 
-    assert kinds(report) == [ACTION_OUTCOME_UNKNOWN, GIT_DIRTY]
+    assert kinds(report) == [FindingKind.ACTION_OUTCOME_UNKNOWN, FindingKind.GIT_DIRTY]
     unknown, dirty = report.findings
     assert unknown.severity == "block" and report.blocking
     assert unknown.evidence["tool"] == "run_shell"
@@ -126,4 +119,7 @@ def test_sigkill_during_run_shell_is_reported_as_a_blocking_unknown_outcome(tmp_
     (checked,) = [e for e in stored.events if e.type == RECOVERY_CHECK]
     assert checked.ignorable
     assert checked.data["blocking"] is True
-    assert [f["kind"] for f in checked.data["findings"]] == [ACTION_OUTCOME_UNKNOWN, GIT_DIRTY]
+    assert [f["kind"] for f in checked.data["findings"]] == [
+        "action-outcome-unknown",
+        "git-dirty",
+    ]  # as stored

@@ -16,7 +16,7 @@ import pytest
 
 import harness
 from harness.providers.credentials import CredentialCheck
-from harness.recovery import check_world, read_history
+from harness.recovery import FindingKind, WorldReport, check_world, read_history
 from harness.recovery.checks.tempfiles import created_temp_paths
 from harness.recovery.history import ShellRun
 from harness.tools.base import Tool, ToolContext, ToolOutcome, ToolSpec
@@ -79,7 +79,7 @@ def report(
     now: list[McpServerState] | None,
     *records: McpToolRecord,
     credentials: CredentialCheck | None = None,
-) -> harness.WorldReport:
+) -> WorldReport:
     return check_world(session, ws, tools(*records), provider(), mcp=now, credentials=credentials)
 
 
@@ -111,8 +111,8 @@ def test_removed_and_changed_tools_and_another_version_each_raised(ws: Path) -> 
         ("note", "warn"),
         ("list", "info"),
     }
-    assert by_kind["mcp-tool-schema-changed"].evidence["exposedAs"] == "mcp__notes__add"
-    version = by_kind["mcp-server-version-changed"]
+    assert by_kind[FindingKind.MCP_TOOL_SCHEMA_CHANGED].evidence["exposedAs"] == "mcp__notes__add"
+    version = by_kind[FindingKind.MCP_SERVER_CHANGED]
     assert version.severity == "warn" and (version.evidence["before"], version.evidence["now"]) == (
         "notes-server 1.0",
         "notes-server 2.0",
@@ -121,7 +121,7 @@ def test_removed_and_changed_tools_and_another_version_each_raised(ws: Path) -> 
     assert "tool-missing" not in kinds(found) and "tool-schema-changed" not in kinds(found)
     assert not found.blocking
     protocol_only = report(session, ws, [replace(NOTES, protocol_version="2026-07-28")], ADD, NOTE, LIST)
-    (changed,) = protocol_only.of_kind("mcp-server-version-changed")
+    (changed,) = protocol_only.of_kind(FindingKind.MCP_SERVER_CHANGED)
     assert changed.severity == "info"
 
 
@@ -129,17 +129,17 @@ def test_an_unreachable_server_warns_and_blocks_when_an_unfinished_call_used_it(
     done = restart(used(ws, ("mcp__notes__note", {"text": "x"})))
     down = replace(NOTES, reachable=False, tools=(), error="MCP server 'notes' (python3): exited")
     found = report(done, ws, [down])
-    (unreachable,) = found.of_kind("mcp-server-unreachable")
+    (unreachable,) = found.of_kind(FindingKind.MCP_SERVER_UNREACHABLE)
     assert unreachable.severity == "warn" and "exited" in unreachable.summary
     assert not found.blocking and "mcp-tool-removed" not in kinds(found)
     gone = report(done, ws, [])  # no longer configured at all
-    (missing,) = gone.of_kind("mcp-server-unreachable")
+    (missing,) = gone.of_kind(FindingKind.MCP_SERVER_UNREACHABLE)
     assert missing.evidence["configured"] is False and "no longer configured" in missing.summary
 
     session = used(ws, ("mcp__notes__note", {"text": "x"}))
     crashed = cut_after(session, index_of(session, "tool/call", name="mcp__notes__note"))
     blocked = report(crashed, ws, [down])
-    (unreachable,) = blocked.of_kind("mcp-server-unreachable")
+    (unreachable,) = blocked.of_kind(FindingKind.MCP_SERVER_UNREACHABLE)
     assert unreachable.severity == "block" and unreachable.evidence["unknownOutcomeCalls"]
     assert blocked.blocking
     back = report(crashed, ws, [NOTES], ADD, NOTE, LIST)  # reachable again: only the call itself blocks
@@ -205,7 +205,7 @@ def test_temporary_files_a_command_created_and_that_are_gone_are_reported(ws: Pa
         assert "temp-file-vanished" not in kinds(quiet)
         os.unlink(lost)
         found = check_world(restart(session), ws, default_tools(), provider())
-        (vanished,) = found.of_kind("temp-file-vanished")
+        (vanished,) = found.of_kind(FindingKind.TEMP_FILE_VANISHED)
         assert vanished.evidence["path"] == lost and vanished.severity == "warn"
         assert lost in (found.drift_message() or "")
     finally:

@@ -14,8 +14,9 @@ from rich.console import Console
 import harness
 from harness.recovery import (
     DRIFT_SOURCE,
-    FINDING_KINDS,
     RECOVERY_CHECK,
+    FindingKind,
+    Severity,
     WorldReport,
     check_world,
     record_report,
@@ -76,9 +77,68 @@ def test_a_quiet_world_gives_an_empty_report(quiet: harness.Session, ws: Path) -
     assert "nothing changed" in text_of(report)
 
 
-@pytest.mark.parametrize("kind", FINDING_KINDS)
-def test_no_kind_is_raised_in_a_quiet_world(quiet: harness.Session, ws: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", list(FindingKind))
+def test_no_kind_is_raised_in_a_quiet_world(quiet: harness.Session, ws: Path, kind: FindingKind) -> None:
     assert check(quiet, ws).of_kind(kind) == ()
+
+
+STORED_KINDS = {
+    "WORKSPACE_MOVED": "workspace-moved",
+    "FILE_CHANGED": "file-changed",
+    "FILE_VANISHED": "file-vanished",
+    "GIT_HEAD_MOVED": "git-head-moved",
+    "GIT_DIRTY": "git-dirty",
+    "BASELINE_MISSING": "baseline-missing",
+    "TOOL_MISSING": "tool-missing",
+    "TOOL_SCHEMA_CHANGED": "tool-schema-changed",
+    "ROUTE_CHANGED": "route-changed",
+    "ACTION_OUTCOME_UNKNOWN": "action-outcome-unknown",
+    "ACTION_NOT_STARTED": "action-not-started",
+    "APPROVAL_PENDING": "approval-pending",
+    "COMPACTION_ORPHAN": "compaction-orphan",
+    "BACKGROUND_PROCESS": "background-process",
+    "TEMP_FILE_VANISHED": "temp-file-vanished",
+    "MCP_SERVER_UNREACHABLE": "mcp-server-unreachable",
+    "MCP_TOOL_REMOVED": "mcp-tool-removed",
+    "MCP_TOOL_SCHEMA_CHANGED": "mcp-tool-schema-changed",
+    "MCP_SERVER_CHANGED": "mcp-server-version-changed",
+    "MCP_SESSION_LOST": "mcp-session-lost",
+    "CREDENTIALS_MISSING": "credentials-missing",
+    "CREDENTIALS_REJECTED": "credentials-rejected",
+    "CREDENTIALS_UNCHECKED": "credentials-unchecked",
+}
+
+
+def test_kinds_and_severities_are_the_strings_stored_logs_hold() -> None:
+    """The enums name what earlier releases wrote as bare strings: a stored report reads the same."""
+    assert {kind.name: kind.value for kind in FindingKind} == STORED_KINDS  # in report order too
+    assert list(STORED_KINDS) == [kind.name for kind in FindingKind]
+    assert [level.value for level in Severity] == ["block", "warn", "info"]  # most severe first
+    assert FindingKind("git-dirty") is FindingKind.GIT_DIRTY and str(FindingKind.GIT_DIRTY) == "git-dirty"
+    assert f"{Severity.BLOCK}" == "block"
+
+
+def test_no_bare_finding_kind_constant_is_public() -> None:
+    """A kind is ``FindingKind.GIT_DIRTY``, never ``harness.recovery.GIT_DIRTY`` nor ``harness.GIT_DIRTY``."""
+    import importlib
+    import pkgutil
+
+    import harness.recovery
+
+    stored = set(STORED_KINDS.values()) | {level.value for level in Severity}
+    modules = [harness, harness.recovery] + [
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(harness.recovery.__path__, "harness.recovery.")
+    ]
+    for module in modules:
+        for name in [*getattr(module, "__all__", ()), *vars(module)]:
+            if name.startswith("_"):
+                continue
+            value = getattr(module, name)
+            where = f"{module.__name__}.{name}"
+            assert name not in STORED_KINDS, where
+            assert not (isinstance(value, str) and value in stored), where
+            assert not (isinstance(value, (tuple, list)) and value and set(value) <= stored), where
 
 
 def busy_report(ws: Path) -> tuple[harness.Session, WorldReport]:
@@ -137,10 +197,10 @@ def test_findings_come_most_severe_first_and_are_frozen(ws: Path) -> None:
     assert [order[f.severity] for f in report.findings] == sorted(order[f.severity] for f in report.findings)
     first = report.findings[0]
     with pytest.raises(AttributeError):
-        first.severity = "info"  # type: ignore[misc]
+        first.severity = Severity.INFO  # type: ignore[misc]
     with pytest.raises(TypeError):
         first.evidence["tool"] = "other"  # type: ignore[index]
-    assert msgspec.structs.replace(first, severity="info").severity == "info"
+    assert msgspec.structs.replace(first, severity=Severity.INFO).severity == "info"
 
 
 def test_render_shows_every_finding_and_says_it_blocks(ws: Path) -> None:

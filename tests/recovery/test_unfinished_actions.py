@@ -10,11 +10,15 @@ import pytest
 
 import harness
 from harness.agent.approval import FixedApprover
-from harness.recovery import ACTION_NOT_STARTED, ACTION_OUTCOME_UNKNOWN, APPROVAL_PENDING
+from harness.recovery import FindingKind
 from harness.tools.registry import default_tools
 from tests.recovery.helpers import agent_turn, check, cut_after, index_of, kinds, make_repo, restart
 
-UNFINISHED_KINDS = (ACTION_OUTCOME_UNKNOWN, ACTION_NOT_STARTED, APPROVAL_PENDING)
+UNFINISHED_KINDS = (
+    FindingKind.ACTION_OUTCOME_UNKNOWN,
+    FindingKind.ACTION_NOT_STARTED,
+    FindingKind.APPROVAL_PENDING,
+)
 
 
 @pytest.fixture
@@ -36,15 +40,17 @@ def crashed_in_call(session: harness.Session, tool: str) -> harness.Session:
 
 
 @pytest.mark.parametrize("kind", UNFINISHED_KINDS)
-def test_a_finished_turn_leaves_nothing_unfinished(ws: Path, kind: str) -> None:
+def test_a_finished_turn_leaves_nothing_unfinished(ws: Path, kind: FindingKind) -> None:
     session = ran(ws, ("read_file", {"path": "a.txt"}), ("run_shell", {"command": "echo hi"}))
     assert check(restart(session), ws).of_kind(kind) == ()
 
 
 @pytest.mark.parametrize("kind", UNFINISHED_KINDS)
-def test_an_interrupted_turn_that_was_then_continued_is_not_reported_again(ws: Path, kind: str) -> None:
+def test_an_interrupted_turn_that_was_then_continued_is_not_reported_again(
+    ws: Path, kind: FindingKind
+) -> None:
     session = crashed_in_call(ran(ws, ("run_shell", {"command": "echo hi"})), "run_shell")
-    assert check(session, ws).of_kind(ACTION_OUTCOME_UNKNOWN)  # reported once ...
+    assert check(session, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)  # reported once ...
     agent_turn(session, ws, [("read_file", {"path": "a.txt"})])  # ... the next turn dealt with it
     assert check(restart(session), ws).of_kind(kind) == ()
 
@@ -59,14 +65,14 @@ def test_a_resumed_turn_that_crashed_again_keeps_the_first_unknown_outcome(ws: P
         "interrupted",
         "interrupted",
     ]
-    (item,) = check(again, ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(again, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (item.severity, item.evidence["tool"]) == ("block", "run_shell")
 
 
 def test_a_killed_run_shell_blocks(ws: Path) -> None:
     session = crashed_in_call(ran(ws, ("run_shell", {"command": "echo one >> a.txt"})), "run_shell")
     report = check(session, ws)
-    (item,) = report.of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = report.of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert item.severity == "block" and report.blocking
     assert item.evidence["tool"] == "run_shell"
     assert item.evidence["code"] == "TOOL_OUTCOME_UNKNOWN"
@@ -79,7 +85,7 @@ def test_a_killed_run_shell_blocks(ws: Path) -> None:
 def test_a_killed_read_only_call_only_warns_it_is_safe_to_retry(ws: Path) -> None:
     session = crashed_in_call(ran(ws, ("read_file", {"path": "a.txt"})), "read_file")
     report = check(session, ws)
-    (item,) = report.of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = report.of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (item.severity, item.evidence["changesWorld"]) == ("warn", False)
     assert "safe" in item.summary
     assert not report.blocking
@@ -88,13 +94,13 @@ def test_a_killed_read_only_call_only_warns_it_is_safe_to_retry(ws: Path) -> Non
 def test_a_killed_call_of_a_tool_that_is_gone_blocks(ws: Path) -> None:
     session = crashed_in_call(ran(ws, ("read_file", {"path": "a.txt"})), "read_file")
     tools = [tool for tool in default_tools() if tool.spec.name != "read_file"]
-    (item,) = check(session, ws, tools=tools).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(session, ws, tools=tools).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (item.severity, item.evidence["changesWorld"]) == ("block", None)
 
 
 def test_a_killed_write_whose_content_is_in_place_took_effect(ws: Path) -> None:
     session = ran(ws, ("write_file", {"path": "notes.txt", "content": "new notes\n"}))
-    (item,) = check(crashed_in_call(session, "write_file"), ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(crashed_in_call(session, "write_file"), ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (item.severity, item.evidence["verified"]) == ("warn", "applied")
 
 
@@ -106,7 +112,7 @@ def test_a_killed_write_that_left_the_file_as_it_was_did_not_take_effect(ws: Pat
     )
     crashed = crashed_in_call(session, "write_file")
     (ws / "notes.txt").write_text("old notes\n")  # the world as if the body never ran
-    (item,) = check(crashed, ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(crashed, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (item.severity, item.evidence["verified"]) == ("warn", "not-applied")
 
 
@@ -114,7 +120,7 @@ def test_a_killed_write_of_a_new_file_that_is_absent_did_not_take_effect(ws: Pat
     session = ran(ws, ("write_file", {"path": "made.txt", "content": "made\n"}))
     crashed = crashed_in_call(session, "write_file")
     (ws / "made.txt").unlink()
-    (item,) = check(crashed, ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(crashed, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert item.evidence["verified"] == "not-applied"
 
 
@@ -122,7 +128,7 @@ def test_a_killed_write_whose_file_holds_something_else_blocks(ws: Path) -> None
     session = ran(ws, ("write_file", {"path": "notes.txt", "content": "new notes\n"}))
     crashed = crashed_in_call(session, "write_file")
     (ws / "notes.txt").write_text("half of it\n")
-    (item,) = check(crashed, ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (item,) = check(crashed, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert item.severity == "block"
     assert "verified" not in item.evidence
 
@@ -133,7 +139,7 @@ def test_a_call_the_model_made_that_never_started_is_information(ws: Path) -> No
     assert session.events[message].type == "assistant/message"
     crashed = cut_after(session, message)
     report = check(crashed, ws)
-    assert kinds(report) == [ACTION_NOT_STARTED]
+    assert kinds(report) == [FindingKind.ACTION_NOT_STARTED]
     (item,) = report.findings
     assert (item.severity, item.evidence["code"], item.evidence["callSeq"]) == (
         "info",
@@ -147,7 +153,7 @@ def test_an_approval_asked_and_never_answered_is_pending_and_the_call_never_ran(
     session = ran(ws, ("run_shell", {"command": "echo hi"}))
     crashed = cut_after(session, index_of(session, "approval/asked"))
     report = check(crashed, ws)
-    (pending,) = report.of_kind(APPROVAL_PENDING)
+    (pending,) = report.of_kind(FindingKind.APPROVAL_PENDING)
     asked = session.events[index_of(session, "approval/asked")].data
     assert pending.severity == "warn"
     assert pending.evidence == {
@@ -156,7 +162,7 @@ def test_an_approval_asked_and_never_answered_is_pending_and_the_call_never_ran(
         "callId": asked["callId"],
         "askedSeq": index_of(session, "approval/asked"),
     }
-    (unknown,) = report.of_kind(ACTION_OUTCOME_UNKNOWN)
+    (unknown,) = report.of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (unknown.severity, unknown.evidence["ran"]) == ("warn", False)
     assert unknown.evidence["approval"] == {"id": asked["id"], "outcome": None}
     assert not report.blocking
@@ -166,14 +172,14 @@ def test_an_answered_approval_is_not_pending(ws: Path) -> None:
     session = ran(ws, ("run_shell", {"command": "echo hi"}))
     crashed = cut_after(session, index_of(session, "approval/decided"))
     report = check(crashed, ws)
-    assert report.of_kind(APPROVAL_PENDING) == ()
-    (unknown,) = report.of_kind(ACTION_OUTCOME_UNKNOWN)
+    assert report.of_kind(FindingKind.APPROVAL_PENDING) == ()
+    (unknown,) = report.of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert unknown.severity == "block"  # allowed: it may have run
 
 
 def test_a_rejected_call_cut_before_its_result_did_not_run(ws: Path) -> None:
     session = ran(ws, ("run_shell", {"command": "echo hi"}), approver=FixedApprover("rejected"))
     crashed = cut_after(session, index_of(session, "approval/decided"))
-    (unknown,) = check(crashed, ws).of_kind(ACTION_OUTCOME_UNKNOWN)
+    (unknown,) = check(crashed, ws).of_kind(FindingKind.ACTION_OUTCOME_UNKNOWN)
     assert (unknown.severity, unknown.evidence["ran"]) == ("info", False)
     assert unknown.evidence["approval"]["outcome"] == "rejected"

@@ -21,6 +21,7 @@ from harness.demos.engine import build_crash_fork, build_demo_session
 from harness.events.json import loads
 from harness.recovery.findings import Finding
 from harness.recovery.report import WorldReport
+from harness.recovery.vocabulary import FindingKind, Severity
 from harness.recovery.world import record_report
 from harness.stores.jsonl.backend import JsonlBackend
 from harness.stores.jsonl.frames import decode_frame, scan_frames
@@ -98,7 +99,9 @@ def _xss_session() -> harness.Session:
     session.append("tool/result", {"turn": 1, "step": 1, "message": result}, surface_op=harness.APPEND)
     session.append("step/end", {"turn": 1, "step": 1})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "error", "error": {"message": XSS}}})
-    finding = Finding(kind="file-changed", severity="warn", summary=XSS, evidence={"path": XSS}, action=XSS)
+    finding = Finding(
+        kind=FindingKind.FILE_CHANGED, severity=Severity.WARN, summary=XSS, evidence={"path": XSS}, action=XSS
+    )
     report = WorldReport(session=XSS_ID, workspace=XSS_CWD, at_seq=len(session) - 1, findings=(finding,))
     record_report(session, report)
     return session

@@ -70,137 +70,79 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.compaction.checkpoint import PREAMBLE, checkpoint_message, is_checkpoint_message
-    from harness.compaction.extractive import ExtractiveSummarizer
-    from harness.compaction.fallback import FallbackSummarizer
-    from harness.compaction.llm import COMPACTION_INSTRUCTION, SECTION_HEADINGS, LlmSummarizer
-    from harness.compaction.meter import DEFAULT_METER, Measurement, SurfaceNode, TokenMeter, measure
-    from harness.compaction.policy import Budgets, CompactionPolicy, should_compact
-    from harness.compaction.probes import (
-        PROBE_KINDS,
-        PROBE_STATUSES,
-        Probe,
-        ProbeKind,
-        ProbeStatus,
-        surface_text,
-    )
-    from harness.compaction.probesets import (
-        BUILTIN_PROBESETS,
-        ProbeCase,
-        ProbeSet,
-        builtin_probeset,
-        load_probeset_file,
-        probeset_from_json,
-    )
-    from harness.compaction.prune import DEFAULT_PRUNER, PRUNE_MARKER, PrunerConfig, prune_tool_results
-    from harness.compaction.recall import Recall, recall_probe
-    from harness.compaction.region import Region, check_region, select_compactable_range
-    from harness.compaction.retention import (
-        EvalReport,
-        RetentionReport,
-        eval_compaction_report,
-        evaluate_retention,
-    )
-    from harness.compaction.state import live_compaction_start, open_turn, stale_compaction_starts
-    from harness.compaction.summarizer import Summarizer, Summary, SummaryRequest
-    from harness.compaction.synthetic import SyntheticSession, generate_session, generate_sessions
-    from harness.compaction.transaction import Checkpoint, CompactionResult, compact, error_chain
-    from harness.compaction.triggers import (
-        CONTEXT_WINDOW_EXCEEDED,
-        AutoOutcome,
-        OverflowOutcome,
-        OverflowRecovery,
-        compact_if_needed,
-        compact_now,
-    )
-    from harness.errors import (
-        CommitFailed,
-        CompactionBusy,
-        CompactionCancelled,
-        CompactionChanged,
-        CompactionConfigError,
-        CompactionError,
-        CompactionPersistenceFailed,
-        InvalidProbe,
-        InvalidRegion,
-        SummaryFailed,
-    )
-
-__all__ = [
-    "BUILTIN_PROBESETS",
-    "COMPACTION_INSTRUCTION",
-    "CONTEXT_WINDOW_EXCEEDED",
-    "DEFAULT_METER",
-    "DEFAULT_PRUNER",
-    "PREAMBLE",
-    "PROBE_KINDS",
-    "PROBE_STATUSES",
-    "PRUNE_MARKER",
-    "SECTION_HEADINGS",
-    "AutoOutcome",
-    "Budgets",
-    "Checkpoint",
-    "CommitFailed",
-    "CompactionBusy",
-    "CompactionCancelled",
-    "CompactionChanged",
-    "CompactionConfigError",
-    "CompactionError",
-    "CompactionPersistenceFailed",
-    "CompactionPolicy",
-    "CompactionResult",
-    "EvalReport",
-    "ExtractiveSummarizer",
-    "FallbackSummarizer",
-    "InvalidProbe",
-    "InvalidRegion",
-    "LlmSummarizer",
-    "Measurement",
-    "OverflowOutcome",
-    "OverflowRecovery",
-    "Probe",
-    "ProbeCase",
-    "ProbeKind",
-    "ProbeSet",
-    "ProbeStatus",
-    "PrunerConfig",
-    "Recall",
-    "Region",
-    "RetentionReport",
-    "Summarizer",
-    "Summary",
-    "SummaryFailed",
-    "SummaryRequest",
-    "SurfaceNode",
-    "SyntheticSession",
-    "TokenMeter",
-    "builtin_probeset",
-    "check_region",
-    "checkpoint_message",
-    "compact",
-    "compact_if_needed",
-    "compact_now",
-    "error_chain",
-    "eval_compaction_report",
-    "evaluate_retention",
-    "generate_session",
-    "generate_sessions",
-    "is_checkpoint_message",
-    "live_compaction_start",
-    "load_probeset_file",
-    "measure",
-    "open_turn",
-    "probeset_from_json",
-    "prune_tool_results",
-    "recall_probe",
-    "select_compactable_range",
-    "should_compact",
-    "stale_compaction_starts",
-    "surface_text",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.compaction.checkpoint import PREAMBLE as PREAMBLE
+    from harness.compaction.checkpoint import checkpoint_message as checkpoint_message
+    from harness.compaction.checkpoint import is_checkpoint_message as is_checkpoint_message
+    from harness.compaction.extractive import ExtractiveSummarizer as ExtractiveSummarizer
+    from harness.compaction.fallback import FallbackSummarizer as FallbackSummarizer
+    from harness.compaction.llm import COMPACTION_INSTRUCTION as COMPACTION_INSTRUCTION
+    from harness.compaction.llm import SECTION_HEADINGS as SECTION_HEADINGS
+    from harness.compaction.llm import LlmSummarizer as LlmSummarizer
+    from harness.compaction.meter import DEFAULT_METER as DEFAULT_METER
+    from harness.compaction.meter import Measurement as Measurement
+    from harness.compaction.meter import SurfaceNode as SurfaceNode
+    from harness.compaction.meter import TokenMeter as TokenMeter
+    from harness.compaction.meter import measure as measure
+    from harness.compaction.policy import Budgets as Budgets
+    from harness.compaction.policy import CompactionPolicy as CompactionPolicy
+    from harness.compaction.policy import should_compact as should_compact
+    from harness.compaction.probes import PROBE_KINDS as PROBE_KINDS
+    from harness.compaction.probes import PROBE_STATUSES as PROBE_STATUSES
+    from harness.compaction.probes import Probe as Probe
+    from harness.compaction.probes import ProbeKind as ProbeKind
+    from harness.compaction.probes import ProbeStatus as ProbeStatus
+    from harness.compaction.probes import surface_text as surface_text
+    from harness.compaction.probesets import BUILTIN_PROBESETS as BUILTIN_PROBESETS
+    from harness.compaction.probesets import ProbeCase as ProbeCase
+    from harness.compaction.probesets import ProbeSet as ProbeSet
+    from harness.compaction.probesets import builtin_probeset as builtin_probeset
+    from harness.compaction.probesets import load_probeset_file as load_probeset_file
+    from harness.compaction.probesets import probeset_from_json as probeset_from_json
+    from harness.compaction.prune import DEFAULT_PRUNER as DEFAULT_PRUNER
+    from harness.compaction.prune import PRUNE_MARKER as PRUNE_MARKER
+    from harness.compaction.prune import PrunerConfig as PrunerConfig
+    from harness.compaction.prune import prune_tool_results as prune_tool_results
+    from harness.compaction.recall import Recall as Recall
+    from harness.compaction.recall import recall_probe as recall_probe
+    from harness.compaction.region import Region as Region
+    from harness.compaction.region import check_region as check_region
+    from harness.compaction.region import select_compactable_range as select_compactable_range
+    from harness.compaction.retention import EvalReport as EvalReport
+    from harness.compaction.retention import RetentionReport as RetentionReport
+    from harness.compaction.retention import eval_compaction_report as eval_compaction_report
+    from harness.compaction.retention import evaluate_retention as evaluate_retention
+    from harness.compaction.state import live_compaction_start as live_compaction_start
+    from harness.compaction.state import open_turn as open_turn
+    from harness.compaction.state import stale_compaction_starts as stale_compaction_starts
+    from harness.compaction.summarizer import Summarizer as Summarizer
+    from harness.compaction.summarizer import Summary as Summary
+    from harness.compaction.summarizer import SummaryRequest as SummaryRequest
+    from harness.compaction.synthetic import SyntheticSession as SyntheticSession
+    from harness.compaction.synthetic import generate_session as generate_session
+    from harness.compaction.synthetic import generate_sessions as generate_sessions
+    from harness.compaction.transaction import Checkpoint as Checkpoint
+    from harness.compaction.transaction import CompactionResult as CompactionResult
+    from harness.compaction.transaction import compact as compact
+    from harness.compaction.transaction import error_chain as error_chain
+    from harness.compaction.triggers import CONTEXT_WINDOW_EXCEEDED as CONTEXT_WINDOW_EXCEEDED
+    from harness.compaction.triggers import AutoOutcome as AutoOutcome
+    from harness.compaction.triggers import OverflowOutcome as OverflowOutcome
+    from harness.compaction.triggers import OverflowRecovery as OverflowRecovery
+    from harness.compaction.triggers import compact_if_needed as compact_if_needed
+    from harness.compaction.triggers import compact_now as compact_now
+    from harness.errors import CommitFailed as CommitFailed
+    from harness.errors import CompactionBusy as CompactionBusy
+    from harness.errors import CompactionCancelled as CompactionCancelled
+    from harness.errors import CompactionChanged as CompactionChanged
+    from harness.errors import CompactionConfigError as CompactionConfigError
+    from harness.errors import CompactionError as CompactionError
+    from harness.errors import CompactionPersistenceFailed as CompactionPersistenceFailed
+    from harness.errors import InvalidProbe as InvalidProbe
+    from harness.errors import InvalidRegion as InvalidRegion
+    from harness.errors import SummaryFailed as SummaryFailed
 
 _EXPORTS = {
     "harness.compaction.checkpoint": ("PREAMBLE", "checkpoint_message", "is_checkpoint_message"),
@@ -260,5 +202,6 @@ _EXPORTS = {
     ),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

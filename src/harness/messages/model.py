@@ -414,10 +414,12 @@ def sendable(text: str) -> str:
 
 
 def text_block(text: str) -> FrozenDict:
+    """A ``text`` block."""
     return FrozenDict(type="text", text=text)
 
 
 def reasoning_block(text: str) -> FrozenDict:
+    """A ``reasoning`` block (the model's thinking, as the provider returned it)."""
     return FrozenDict(type="reasoning", text=text)
 
 

@@ -89,21 +89,30 @@ def finish_reason_from_json(raw: Any) -> FinishReason:
 
 
 class BlockStart(_Wire, frozen=True, tag="block-start"):
+    """Opens block ``index`` of the message being streamed, of type ``block_type``."""
+
     index: int
     block_type: str
 
 
 class TextDelta(_Wire, frozen=True, tag="text-delta"):
+    """More text for the text block ``index``."""
+
     index: int
     text: str
 
 
 class ReasoningDelta(_Wire, frozen=True, tag="reasoning-delta"):
+    """More text for the reasoning block ``index``."""
+
     index: int
     text: str
 
 
 class ToolCallDelta(_Wire, frozen=True, tag="tool-call-delta", kw_only=True):
+    """More of the tool call ``id`` in block ``index``: its ``name`` (when known) and the next
+    piece of its JSON ``arguments``."""
+
     index: int
     id: str
     name: str | None = None
@@ -118,6 +127,8 @@ class BlockEnd(_Wire, frozen=True, tag="block-end"):
 
 
 class UsageChunk(_Wire, frozen=True, tag="usage"):
+    """The token usage the provider reported for the request."""
+
     usage: TokenUsage
 
 

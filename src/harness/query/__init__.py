@@ -27,82 +27,54 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.errors import EventNotFound, InvalidQuery, QueryError
-    from harness.query.filters import EventFilter, Range, filter_events, matching_seqs
-    from harness.query.forks import Lineage, LineageNode, lineage, store_lineage
-    from harness.query.index import QueryIndex, QuerySource, classify, index_of
-    from harness.query.line import ForkLine, LineMember, SessionReader, StoreReader, fork_line
-    from harness.query.match import TextNeedle
-    from harness.query.reads import MAX_PAGE, MAX_WINDOW, EventPage, EventWindow, page, window
-    from harness.query.records import (
-        CLASSIFICATIONS,
-        Classification,
-        CompactionBracket,
-        EventRecord,
-        Span,
-    )
-    from harness.query.text import TEXT_TYPES, event_text
-    from harness.query.timetravel import (
-        TimeTravel,
-        messages_at,
-        request_at,
-        request_before,
-        request_points,
-        surface_at,
-        time_travel,
-    )
-    from harness.query.tracing import Approval, ToolChain, Trace, trace
-
-__all__ = [
-    "CLASSIFICATIONS",
-    "MAX_PAGE",
-    "MAX_WINDOW",
-    "TEXT_TYPES",
-    "Approval",
-    "Classification",
-    "CompactionBracket",
-    "EventFilter",
-    "EventNotFound",
-    "EventPage",
-    "EventRecord",
-    "EventWindow",
-    "ForkLine",
-    "InvalidQuery",
-    "LineMember",
-    "Lineage",
-    "LineageNode",
-    "QueryError",
-    "QueryIndex",
-    "QuerySource",
-    "Range",
-    "SessionReader",
-    "Span",
-    "StoreReader",
-    "TextNeedle",
-    "TimeTravel",
-    "ToolChain",
-    "Trace",
-    "classify",
-    "event_text",
-    "filter_events",
-    "fork_line",
-    "index_of",
-    "lineage",
-    "matching_seqs",
-    "messages_at",
-    "page",
-    "request_at",
-    "request_before",
-    "request_points",
-    "store_lineage",
-    "surface_at",
-    "time_travel",
-    "trace",
-    "window",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.errors import EventNotFound as EventNotFound
+    from harness.errors import InvalidQuery as InvalidQuery
+    from harness.errors import QueryError as QueryError
+    from harness.query.filters import EventFilter as EventFilter
+    from harness.query.filters import Range as Range
+    from harness.query.filters import filter_events as filter_events
+    from harness.query.filters import matching_seqs as matching_seqs
+    from harness.query.forks import Lineage as Lineage
+    from harness.query.forks import LineageNode as LineageNode
+    from harness.query.forks import lineage as lineage
+    from harness.query.forks import store_lineage as store_lineage
+    from harness.query.index import QueryIndex as QueryIndex
+    from harness.query.index import QuerySource as QuerySource
+    from harness.query.index import classify as classify
+    from harness.query.index import index_of as index_of
+    from harness.query.line import ForkLine as ForkLine
+    from harness.query.line import LineMember as LineMember
+    from harness.query.line import SessionReader as SessionReader
+    from harness.query.line import StoreReader as StoreReader
+    from harness.query.line import fork_line as fork_line
+    from harness.query.match import TextNeedle as TextNeedle
+    from harness.query.reads import MAX_PAGE as MAX_PAGE
+    from harness.query.reads import MAX_WINDOW as MAX_WINDOW
+    from harness.query.reads import EventPage as EventPage
+    from harness.query.reads import EventWindow as EventWindow
+    from harness.query.reads import page as page
+    from harness.query.reads import window as window
+    from harness.query.records import CLASSIFICATIONS as CLASSIFICATIONS
+    from harness.query.records import Classification as Classification
+    from harness.query.records import CompactionBracket as CompactionBracket
+    from harness.query.records import EventRecord as EventRecord
+    from harness.query.records import Span as Span
+    from harness.query.text import TEXT_TYPES as TEXT_TYPES
+    from harness.query.text import event_text as event_text
+    from harness.query.timetravel import TimeTravel as TimeTravel
+    from harness.query.timetravel import messages_at as messages_at
+    from harness.query.timetravel import request_at as request_at
+    from harness.query.timetravel import request_before as request_before
+    from harness.query.timetravel import request_points as request_points
+    from harness.query.timetravel import surface_at as surface_at
+    from harness.query.timetravel import time_travel as time_travel
+    from harness.query.tracing import Approval as Approval
+    from harness.query.tracing import ToolChain as ToolChain
+    from harness.query.tracing import Trace as Trace
+    from harness.query.tracing import trace as trace
 
 _EXPORTS = {
     "harness.errors": ("EventNotFound", "InvalidQuery", "QueryError"),
@@ -132,5 +104,6 @@ _EXPORTS = {
     "harness.query.tracing": ("Approval", "ToolChain", "Trace", "trace"),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

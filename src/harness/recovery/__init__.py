@@ -3,8 +3,8 @@ against the world as it is, before the session acts again.
 
 - ``capture_baseline`` / ``record_baseline``: the ``workspace/baseline`` event (root,
   git HEAD, dirty flag, branch) written at each turn start;
-- ``check_world`` → ``WorldReport``: findings with a kind, a severity (``info``,
-  ``warn``, ``block``), a summary, evidence and an action;
+- ``check_world`` → ``WorldReport``: findings with a kind (``FindingKind``), a severity
+  (``Severity``: ``block``, ``warn``, ``info``), a summary, evidence and an action;
 - ``record_report``: the ``recovery/check`` event holding the report.
 
 Both events are log-only and appended with ``ignorable=True``.
@@ -15,97 +15,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.recovery.baseline import Baseline, capture_baseline, read_baseline
-    from harness.recovery.findings import Finding
-    from harness.recovery.git import GitState, probe_git
-    from harness.recovery.history import History, read_history
-    from harness.recovery.message import DRIFT_SOURCE, drift_text, drift_user_message
-    from harness.recovery.render import render_report
-    from harness.recovery.report import REPORT_VERSION, WorldReport
-    from harness.recovery.vocabulary import (
-        ACTION_NOT_STARTED,
-        ACTION_OUTCOME_UNKNOWN,
-        APPROVAL_PENDING,
-        BACKGROUND_PROCESS,
-        BASELINE_MISSING,
-        COMPACTION_ORPHAN,
-        CREDENTIALS_MISSING,
-        CREDENTIALS_REJECTED,
-        CREDENTIALS_UNCHECKED,
-        DRIFT_KINDS,
-        FILE_CHANGED,
-        FILE_VANISHED,
-        FINDING_KINDS,
-        GIT_DIRTY,
-        GIT_HEAD_MOVED,
-        MCP_SERVER_CHANGED,
-        MCP_SERVER_UNREACHABLE,
-        MCP_SESSION_LOST,
-        MCP_TOOL_REMOVED,
-        MCP_TOOL_SCHEMA_CHANGED,
-        RECOVERY_CHECK,
-        ROUTE_CHANGED,
-        SEVERITIES,
-        TEMP_FILE_VANISHED,
-        TOOL_MISSING,
-        TOOL_SCHEMA_CHANGED,
-        WORKSPACE_BASELINE,
-        WORKSPACE_MOVED,
-        Severity,
-    )
-    from harness.recovery.world import check_world, record_baseline, record_report
-
-__all__ = [
-    "ACTION_NOT_STARTED",
-    "ACTION_OUTCOME_UNKNOWN",
-    "APPROVAL_PENDING",
-    "BACKGROUND_PROCESS",
-    "BASELINE_MISSING",
-    "COMPACTION_ORPHAN",
-    "CREDENTIALS_MISSING",
-    "CREDENTIALS_REJECTED",
-    "CREDENTIALS_UNCHECKED",
-    "DRIFT_KINDS",
-    "DRIFT_SOURCE",
-    "FILE_CHANGED",
-    "FILE_VANISHED",
-    "FINDING_KINDS",
-    "GIT_DIRTY",
-    "GIT_HEAD_MOVED",
-    "MCP_SERVER_CHANGED",
-    "MCP_SERVER_UNREACHABLE",
-    "MCP_SESSION_LOST",
-    "MCP_TOOL_REMOVED",
-    "MCP_TOOL_SCHEMA_CHANGED",
-    "RECOVERY_CHECK",
-    "REPORT_VERSION",
-    "ROUTE_CHANGED",
-    "SEVERITIES",
-    "TEMP_FILE_VANISHED",
-    "TOOL_MISSING",
-    "TOOL_SCHEMA_CHANGED",
-    "WORKSPACE_BASELINE",
-    "WORKSPACE_MOVED",
-    "Baseline",
-    "Finding",
-    "GitState",
-    "History",
-    "Severity",
-    "WorldReport",
-    "capture_baseline",
-    "check_world",
-    "drift_text",
-    "drift_user_message",
-    "probe_git",
-    "read_baseline",
-    "read_history",
-    "record_baseline",
-    "record_report",
-    "render_report",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.recovery.baseline import Baseline as Baseline
+    from harness.recovery.baseline import capture_baseline as capture_baseline
+    from harness.recovery.baseline import read_baseline as read_baseline
+    from harness.recovery.findings import Finding as Finding
+    from harness.recovery.git import GitState as GitState
+    from harness.recovery.git import probe_git as probe_git
+    from harness.recovery.history import History as History
+    from harness.recovery.history import read_history as read_history
+    from harness.recovery.message import DRIFT_SOURCE as DRIFT_SOURCE
+    from harness.recovery.message import drift_text as drift_text
+    from harness.recovery.message import drift_user_message as drift_user_message
+    from harness.recovery.render import render_report as render_report
+    from harness.recovery.report import REPORT_VERSION as REPORT_VERSION
+    from harness.recovery.report import WorldReport as WorldReport
+    from harness.recovery.vocabulary import DRIFT_KINDS as DRIFT_KINDS
+    from harness.recovery.vocabulary import RECOVERY_CHECK as RECOVERY_CHECK
+    from harness.recovery.vocabulary import WORKSPACE_BASELINE as WORKSPACE_BASELINE
+    from harness.recovery.vocabulary import FindingKind as FindingKind
+    from harness.recovery.vocabulary import Severity as Severity
+    from harness.recovery.world import check_world as check_world
+    from harness.recovery.world import record_baseline as record_baseline
+    from harness.recovery.world import record_report as record_report
 
 _EXPORTS = {
     "harness.recovery.baseline": ("Baseline", "capture_baseline", "read_baseline"),
@@ -116,38 +50,15 @@ _EXPORTS = {
     "harness.recovery.render": ("render_report",),
     "harness.recovery.report": ("REPORT_VERSION", "WorldReport"),
     "harness.recovery.vocabulary": (
-        "ACTION_NOT_STARTED",
-        "ACTION_OUTCOME_UNKNOWN",
-        "APPROVAL_PENDING",
-        "BACKGROUND_PROCESS",
-        "BASELINE_MISSING",
-        "COMPACTION_ORPHAN",
-        "CREDENTIALS_MISSING",
-        "CREDENTIALS_REJECTED",
-        "CREDENTIALS_UNCHECKED",
         "DRIFT_KINDS",
-        "FILE_CHANGED",
-        "FILE_VANISHED",
-        "FINDING_KINDS",
-        "GIT_DIRTY",
-        "GIT_HEAD_MOVED",
-        "MCP_SERVER_CHANGED",
-        "MCP_SERVER_UNREACHABLE",
-        "MCP_SESSION_LOST",
-        "MCP_TOOL_REMOVED",
-        "MCP_TOOL_SCHEMA_CHANGED",
         "RECOVERY_CHECK",
-        "ROUTE_CHANGED",
-        "SEVERITIES",
-        "TEMP_FILE_VANISHED",
-        "TOOL_MISSING",
-        "TOOL_SCHEMA_CHANGED",
         "WORKSPACE_BASELINE",
-        "WORKSPACE_MOVED",
+        "FindingKind",
         "Severity",
     ),
     "harness.recovery.world": ("check_world", "record_baseline", "record_report"),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

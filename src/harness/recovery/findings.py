@@ -8,9 +8,11 @@ from typing import Any
 import msgspec
 
 from harness.events.json import snapshot, thaw
-from harness.recovery.vocabulary import SEVERITIES, Severity
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["Finding", "finding", "plural"]
+
+_SEVERITIES = tuple(Severity)
 
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,7 +20,7 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     ``summary``, the facts behind it (``evidence``, read-only JSON) and what to do
     (``action``)."""
 
-    kind: str
+    kind: FindingKind
     severity: Severity
     summary: str
     evidence: Mapping[str, Any]
@@ -27,27 +29,28 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def blocks(self) -> bool:
         """True when the resumed session must not act before someone decides."""
-        return self.severity == "block"
+        return self.severity == Severity.BLOCK
 
     def to_json(self) -> dict[str, Any]:
-        """``{kind, severity, summary, evidence, action}`` as plain JSON."""
+        """``{kind, severity, summary, evidence, action}`` as plain JSON (the kind and the
+        severity as their strings)."""
         return {
-            "kind": self.kind,
-            "severity": self.severity,
+            "kind": str(self.kind),
+            "severity": str(self.severity),
             "summary": self.summary,
             "evidence": thaw(self.evidence),
             "action": self.action,
         }
 
 
-def finding(kind: str, severity: Severity, summary: str, action: str, **evidence: Any) -> Finding:
+def finding(kind: FindingKind, severity: Severity, summary: str, action: str, **evidence: Any) -> Finding:
     """A finding whose evidence (the keyword arguments, which must be JSON) is
     snapshotted as read-only JSON."""
-    if severity not in SEVERITIES:
-        raise ValueError(f"severity must be one of {SEVERITIES}, not {severity!r}")
+    if severity not in _SEVERITIES:
+        raise ValueError(f"severity must be one of {', '.join(_SEVERITIES)}, not {severity!r}")
     return Finding(
-        kind=kind,
-        severity=severity,
+        kind=FindingKind(kind),
+        severity=Severity(severity),
         summary=" ".join(summary.split()),
         evidence=snapshot(evidence, "evidence"),
         action=" ".join(action.split()),

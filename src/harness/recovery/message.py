@@ -9,21 +9,7 @@ from typing import Any, Final
 from harness.events.json import FrozenDict
 from harness.messages.model import user_message
 from harness.recovery.findings import Finding, plural
-from harness.recovery.vocabulary import (
-    BACKGROUND_PROCESS,
-    DRIFT_KINDS,
-    FILE_CHANGED,
-    FILE_VANISHED,
-    GIT_DIRTY,
-    GIT_HEAD_MOVED,
-    MCP_SERVER_CHANGED,
-    MCP_SERVER_UNREACHABLE,
-    MCP_SESSION_LOST,
-    MCP_TOOL_REMOVED,
-    MCP_TOOL_SCHEMA_CHANGED,
-    TEMP_FILE_VANISHED,
-    WORKSPACE_MOVED,
-)
+from harness.recovery.vocabulary import DRIFT_KINDS, FindingKind, Severity
 
 __all__ = ["DRIFT_SOURCE", "drift_text", "drift_user_message"]
 
@@ -53,17 +39,17 @@ def _did(evidence: Mapping[str, Any]) -> str:
 def _line(item: Finding) -> str | None:
     e = item.evidence
     kind = item.kind
-    if kind == WORKSPACE_MOVED:
+    if kind == FindingKind.WORKSPACE_MOVED:
         return f"The workspace is now {e.get('now')}; earlier turns worked in {e.get('recorded')}."
-    if kind == FILE_CHANGED:
+    if kind == FindingKind.FILE_CHANGED:
         if e.get("problem"):
             return f"{e.get('path')} cannot be checked now: {e.get('problem')}"
         if e.get("recorded") is None:
             return f"{e.get('path')} exists now; it did not when you last {_did(e)} it."
         return f"{e.get('path')} has changed since you last {_did(e)} it."
-    if kind == FILE_VANISHED:
+    if kind == FindingKind.FILE_VANISHED:
         return f"{e.get('path')} no longer exists (you last {_did(e)} it)."
-    if kind == GIT_HEAD_MOVED:
+    if kind == FindingKind.GIT_HEAD_MOVED:
         if e.get("now") is None:
             return "The workspace can no longer be read as a git repository."
         how = ""
@@ -73,34 +59,34 @@ def _line(item: Finding) -> str | None:
         if e.get("branchBefore") != e.get("branchNow"):
             branch = f", and the branch is now {e.get('branchNow') or 'a detached HEAD'}"
         return f"git HEAD moved from {_short(e.get('before'))} to {_short(e.get('now'))}{how}{branch}."
-    if kind == GIT_DIRTY:
+    if kind == FindingKind.GIT_DIRTY:
         if e.get("now") == "clean":
             return "The uncommitted changes that were in the tree are gone (reverted or stashed)."
         paths = list(e.get("paths") or ())
         more = int(e.get("count") or len(paths)) - len(paths)
         listed = ", ".join(paths) + (f" and {more} more" if more > 0 else "")
         return f"These files changed without your tools being involved: {listed}."
-    if kind == BACKGROUND_PROCESS:
+    if kind == FindingKind.BACKGROUND_PROCESS:
         return f"The background process {e.get('pid')} (`{e.get('command')}`) is no longer running."
-    if kind == TEMP_FILE_VANISHED:
+    if kind == FindingKind.TEMP_FILE_VANISHED:
         return f"{e.get('path')}, which an earlier command created outside the workspace, is gone."
     return _mcp_line(kind, e)
 
 
 def _mcp_line(kind: str, e: Mapping[str, Any]) -> str | None:
     server = e.get("server")
-    if kind == MCP_SERVER_UNREACHABLE:
+    if kind == FindingKind.MCP_SERVER_UNREACHABLE:
         return f"The MCP server {server} cannot be reached now; its tools are not available."
-    if kind == MCP_TOOL_REMOVED:
+    if kind == FindingKind.MCP_TOOL_REMOVED:
         return f"The MCP server {server} no longer has the tool {e.get('tool')} ({e.get('exposedAs')})."
-    if kind == MCP_TOOL_SCHEMA_CHANGED:
+    if kind == FindingKind.MCP_TOOL_SCHEMA_CHANGED:
         return (
             f"The tool {e.get('exposedAs')} of the MCP server {server} changed its definition: check its "
             "parameters before you call it again."
         )
-    if kind == MCP_SERVER_CHANGED:
+    if kind == FindingKind.MCP_SERVER_CHANGED:
         return f"The MCP server {server} is now {e.get('now')}; earlier turns used {e.get('before')}."
-    if kind == MCP_SESSION_LOST:
+    if kind == FindingKind.MCP_SESSION_LOST:
         servers = ", ".join(str(name) for name in e.get("servers") or ())
         return (
             f"The MCP servers ({servers}) were connected again: state kept on their side (subscriptions, "
@@ -117,7 +103,7 @@ def drift_text(findings: Sequence[Finding]) -> str | None:
         line
         for item in findings
         if item.kind in DRIFT_KINDS
-        and (item.severity != "info" or item.kind == MCP_SESSION_LOST)
+        and (item.severity != Severity.INFO or item.kind == FindingKind.MCP_SESSION_LOST)
         and (line := _line(item)) is not None
     ]
     if not lines:

@@ -8,19 +8,21 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from harness.recovery.vocabulary import Severity
+
 if TYPE_CHECKING:
     from harness.recovery.report import WorldReport
 
 __all__ = ["render_report"]
 
-_STYLE = {"block": "bold red", "warn": "yellow", "info": "cyan"}
+_STYLE = {Severity.BLOCK: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 
 
 def _headline(report: WorldReport) -> Text:
     counts = report.counts()
     if not report.findings:
         return Text(f"World check of {report.session}: nothing changed.", style="green")
-    parts = ", ".join(f"{counts[level]} {level}" for level in ("block", "warn", "info") if counts[level])
+    parts = ", ".join(f"{counts[level]} {level}" for level in Severity if counts[level])
     text = Text(f"World check of {report.session}: {parts}. ")
     if report.blocking:
         text.append("Resolve the blocking findings before the session continues.", style="bold red")
@@ -41,8 +43,8 @@ def render_report(report: WorldReport) -> Group:
         table.add_column("what to do")
         for item in report.findings:
             table.add_row(
-                Text(item.severity, style=_STYLE.get(item.severity, "")),
-                Text(item.kind),
+                Text(str(item.severity), style=_STYLE.get(item.severity, "")),
+                Text(str(item.kind)),
                 Text(item.summary),
                 Text(item.action, style="dim"),
             )

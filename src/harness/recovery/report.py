@@ -13,7 +13,7 @@ import msgspec
 from harness.events.json import FrozenDict, thaw
 from harness.recovery.findings import Finding
 from harness.recovery.message import drift_text, drift_user_message
-from harness.recovery.vocabulary import SEVERITIES, Severity
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["REPORT_VERSION", "WorldReport"]
 
@@ -34,16 +34,16 @@ class WorldReport(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def blocking(self) -> bool:
         """True when a finding blocks: ask before the session acts again."""
-        return any(item.severity == "block" for item in self.findings)
+        return any(item.severity == Severity.BLOCK for item in self.findings)
 
     def counts(self) -> dict[Severity, int]:
         """Findings per severity (every severity present, zero included)."""
-        counts: dict[Severity, int] = dict.fromkeys(SEVERITIES, 0)
+        counts: dict[Severity, int] = dict.fromkeys(Severity, 0)
         for item in self.findings:
             counts[item.severity] += 1
         return counts
 
-    def of_kind(self, kind: str) -> tuple[Finding, ...]:
+    def of_kind(self, kind: FindingKind) -> tuple[Finding, ...]:
         """The findings of one kind, in report order."""
         return tuple(item for item in self.findings if item.kind == kind)
 
@@ -55,7 +55,7 @@ class WorldReport(msgspec.Struct, frozen=True, kw_only=True):
             "workspace": self.workspace,
             "atSeq": self.at_seq,
             "blocking": self.blocking,
-            "counts": dict(self.counts()),
+            "counts": {str(level): count for level, count in self.counts().items()},
             "skipped": thaw(self.skipped),
             "findings": [item.to_json() for item in self.findings],
         }

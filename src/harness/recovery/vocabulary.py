@@ -7,37 +7,14 @@ with ``ignorable=True``: a reader that does not know them skips them.
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from enum import StrEnum
+from typing import Final
 
 __all__ = [
-    "ACTION_NOT_STARTED",
-    "ACTION_OUTCOME_UNKNOWN",
-    "APPROVAL_PENDING",
-    "BACKGROUND_PROCESS",
-    "BASELINE_MISSING",
-    "COMPACTION_ORPHAN",
-    "CREDENTIALS_MISSING",
-    "CREDENTIALS_REJECTED",
-    "CREDENTIALS_UNCHECKED",
     "DRIFT_KINDS",
-    "FILE_CHANGED",
-    "FILE_VANISHED",
-    "FINDING_KINDS",
-    "GIT_DIRTY",
-    "GIT_HEAD_MOVED",
-    "MCP_SERVER_CHANGED",
-    "MCP_SERVER_UNREACHABLE",
-    "MCP_SESSION_LOST",
-    "MCP_TOOL_REMOVED",
-    "MCP_TOOL_SCHEMA_CHANGED",
     "RECOVERY_CHECK",
-    "ROUTE_CHANGED",
-    "SEVERITIES",
-    "TEMP_FILE_VANISHED",
-    "TOOL_MISSING",
-    "TOOL_SCHEMA_CHANGED",
     "WORKSPACE_BASELINE",
-    "WORKSPACE_MOVED",
+    "FindingKind",
     "Severity",
 ]
 
@@ -47,82 +24,68 @@ WORKSPACE_BASELINE: Final = "workspace/baseline"
 RECOVERY_CHECK: Final = "recovery/check"
 """Log-only, ignorable: one ``WorldReport`` as JSON (``record_report``)."""
 
-Severity: TypeAlias = Literal["info", "warn", "block"]
-SEVERITIES: Final[tuple[Severity, ...]] = ("block", "warn", "info")
-"""Most severe first (the order findings are reported in)."""
 
-# Workspace drift.
-WORKSPACE_MOVED: Final = "workspace-moved"
-FILE_CHANGED: Final = "file-changed"
-FILE_VANISHED: Final = "file-vanished"
-GIT_HEAD_MOVED: Final = "git-head-moved"
-GIT_DIRTY: Final = "git-dirty"
-BASELINE_MISSING: Final = "baseline-missing"
-# Tools.
-TOOL_MISSING: Final = "tool-missing"
-TOOL_SCHEMA_CHANGED: Final = "tool-schema-changed"
-# Model route.
-ROUTE_CHANGED: Final = "route-changed"
-# Unfinished actions.
-ACTION_OUTCOME_UNKNOWN: Final = "action-outcome-unknown"
-ACTION_NOT_STARTED: Final = "action-not-started"
-APPROVAL_PENDING: Final = "approval-pending"
-# Compaction.
-COMPACTION_ORPHAN: Final = "compaction-orphan"
-# External resources.
-BACKGROUND_PROCESS: Final = "background-process"
-TEMP_FILE_VANISHED: Final = "temp-file-vanished"
-# MCP servers.
-MCP_SERVER_UNREACHABLE: Final = "mcp-server-unreachable"
-MCP_TOOL_REMOVED: Final = "mcp-tool-removed"
-MCP_TOOL_SCHEMA_CHANGED: Final = "mcp-tool-schema-changed"
-MCP_SERVER_CHANGED: Final = "mcp-server-version-changed"
-MCP_SESSION_LOST: Final = "mcp-session-lost"
-_MCP_KINDS = (
-    MCP_SERVER_UNREACHABLE,
-    MCP_TOOL_REMOVED,
-    MCP_TOOL_SCHEMA_CHANGED,
-    MCP_SERVER_CHANGED,
-    MCP_SESSION_LOST,
-)
-# Credentials.
-CREDENTIALS_MISSING: Final = "credentials-missing"
-CREDENTIALS_REJECTED: Final = "credentials-rejected"
-CREDENTIALS_UNCHECKED: Final = "credentials-unchecked"
+class Severity(StrEnum):
+    """How much a finding matters. Most severe first: the order findings are reported in
+    (``list(Severity)``). A member is its stored string: ``Severity.BLOCK == "block"``."""
 
-FINDING_KINDS: Final = (
-    WORKSPACE_MOVED,
-    FILE_CHANGED,
-    FILE_VANISHED,
-    GIT_HEAD_MOVED,
-    GIT_DIRTY,
-    BASELINE_MISSING,
-    TOOL_MISSING,
-    TOOL_SCHEMA_CHANGED,
-    ROUTE_CHANGED,
-    ACTION_OUTCOME_UNKNOWN,
-    ACTION_NOT_STARTED,
-    APPROVAL_PENDING,
-    COMPACTION_ORPHAN,
-    BACKGROUND_PROCESS,
-    TEMP_FILE_VANISHED,
-    *_MCP_KINDS,
-    CREDENTIALS_MISSING,
-    CREDENTIALS_REJECTED,
-    CREDENTIALS_UNCHECKED,
-)
-"""Every kind ``check_world`` reports, in report order within one severity."""
+    BLOCK = "block"
+    WARN = "warn"
+    INFO = "info"
+
+
+class FindingKind(StrEnum):
+    """Every kind of finding ``check_world`` reports, in report order within one severity
+    (``list(FindingKind)``). A member is the string a ``recovery/check`` event stores:
+    ``FindingKind.GIT_DIRTY == "git-dirty"``."""
+
+    # Workspace drift.
+    WORKSPACE_MOVED = "workspace-moved"
+    FILE_CHANGED = "file-changed"
+    FILE_VANISHED = "file-vanished"
+    GIT_HEAD_MOVED = "git-head-moved"
+    GIT_DIRTY = "git-dirty"
+    BASELINE_MISSING = "baseline-missing"
+    # Tools.
+    TOOL_MISSING = "tool-missing"
+    TOOL_SCHEMA_CHANGED = "tool-schema-changed"
+    # Model route.
+    ROUTE_CHANGED = "route-changed"
+    # Unfinished actions.
+    ACTION_OUTCOME_UNKNOWN = "action-outcome-unknown"
+    ACTION_NOT_STARTED = "action-not-started"
+    APPROVAL_PENDING = "approval-pending"
+    # Compaction.
+    COMPACTION_ORPHAN = "compaction-orphan"
+    # External resources.
+    BACKGROUND_PROCESS = "background-process"
+    TEMP_FILE_VANISHED = "temp-file-vanished"
+    # MCP servers.
+    MCP_SERVER_UNREACHABLE = "mcp-server-unreachable"
+    MCP_TOOL_REMOVED = "mcp-tool-removed"
+    MCP_TOOL_SCHEMA_CHANGED = "mcp-tool-schema-changed"
+    MCP_SERVER_CHANGED = "mcp-server-version-changed"
+    MCP_SESSION_LOST = "mcp-session-lost"
+    # Credentials.
+    CREDENTIALS_MISSING = "credentials-missing"
+    CREDENTIALS_REJECTED = "credentials-rejected"
+    CREDENTIALS_UNCHECKED = "credentials-unchecked"
+
 
 DRIFT_KINDS: Final = frozenset(
     {
-        WORKSPACE_MOVED,
-        FILE_CHANGED,
-        FILE_VANISHED,
-        GIT_HEAD_MOVED,
-        GIT_DIRTY,
-        BACKGROUND_PROCESS,
-        TEMP_FILE_VANISHED,
-        *_MCP_KINDS,
+        FindingKind.WORKSPACE_MOVED,
+        FindingKind.FILE_CHANGED,
+        FindingKind.FILE_VANISHED,
+        FindingKind.GIT_HEAD_MOVED,
+        FindingKind.GIT_DIRTY,
+        FindingKind.BACKGROUND_PROCESS,
+        FindingKind.TEMP_FILE_VANISHED,
+        FindingKind.MCP_SERVER_UNREACHABLE,
+        FindingKind.MCP_TOOL_REMOVED,
+        FindingKind.MCP_TOOL_SCHEMA_CHANGED,
+        FindingKind.MCP_SERVER_CHANGED,
+        FindingKind.MCP_SESSION_LOST,
     }
 )
 """Kinds that describe the outside world changing under the model (``drift_message``)."""

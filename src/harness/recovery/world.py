@@ -27,7 +27,7 @@ from harness.recovery.findings import Finding
 from harness.recovery.git import DEFAULT_TIMEOUT_S
 from harness.recovery.history import read_history
 from harness.recovery.report import WorldReport
-from harness.recovery.vocabulary import RECOVERY_CHECK, SEVERITIES, WORKSPACE_BASELINE
+from harness.recovery.vocabulary import RECOVERY_CHECK, WORKSPACE_BASELINE, Severity
 from harness.session.session import Session
 from harness.tools.base import Tool
 from harness.tools.mcp.records import McpServerState
@@ -95,7 +95,8 @@ def check_world(
         except Exception as error:
             logger.exception("the %s check of session %s failed", name, session.id)
             skipped[name] = f"the check failed: {type(error).__name__}: {error}"
-    findings.sort(key=lambda item: SEVERITIES.index(item.severity))
+    order = list(Severity)
+    findings.sort(key=lambda item: order.index(item.severity))
     return WorldReport(
         session=session.id,
         workspace=str(root),

@@ -22,26 +22,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.errors import SearchIndexCorrupt, SearchIndexError
-    from harness.search.index import INDEX_SIDECAR, MAX_HITS, SearchIndex, forget_deleted, open_search_index
-    from harness.search.results import IndexReport, SearchHit, SearchPage, StaleSession
-
-__all__ = [
-    "INDEX_SIDECAR",
-    "MAX_HITS",
-    "IndexReport",
-    "SearchHit",
-    "SearchIndex",
-    "SearchIndexCorrupt",
-    "SearchIndexError",
-    "SearchPage",
-    "StaleSession",
-    "forget_deleted",
-    "open_search_index",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.errors import SearchIndexCorrupt as SearchIndexCorrupt
+    from harness.errors import SearchIndexError as SearchIndexError
+    from harness.search.index import INDEX_SIDECAR as INDEX_SIDECAR
+    from harness.search.index import MAX_HITS as MAX_HITS
+    from harness.search.index import SearchIndex as SearchIndex
+    from harness.search.index import forget_deleted as forget_deleted
+    from harness.search.index import open_search_index as open_search_index
+    from harness.search.results import IndexReport as IndexReport
+    from harness.search.results import SearchHit as SearchHit
+    from harness.search.results import SearchPage as SearchPage
+    from harness.search.results import StaleSession as StaleSession
 
 _EXPORTS = {
     "harness.errors": ("SearchIndexCorrupt", "SearchIndexError"),
@@ -55,5 +49,6 @@ _EXPORTS = {
     "harness.search.results": ("IndexReport", "SearchHit", "SearchPage", "StaleSession"),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

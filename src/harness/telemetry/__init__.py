@@ -17,38 +17,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.errors import TelemetryConfigError, TelemetryError, TelemetryExportFailed
-    from harness.telemetry.conventions import SCHEMA_URL, SEMCONV_VERSION
-    from harness.telemetry.live import LiveTelemetry, tracer_provider_from_env
-    from harness.telemetry.otlp import to_otlp_json, to_otlp_protobuf
-    from harness.telemetry.projection import Projector, project_session, spans_by_trace
-    from harness.telemetry.records import SpanEventRecord, SpanRecord
-    from harness.telemetry.send import OtlpTarget, post_otlp, resolve_target
-    from harness.telemetry.tree import render_tree
-
-__all__ = [
-    "SCHEMA_URL",
-    "SEMCONV_VERSION",
-    "LiveTelemetry",
-    "OtlpTarget",
-    "Projector",
-    "SpanEventRecord",
-    "SpanRecord",
-    "TelemetryConfigError",
-    "TelemetryError",
-    "TelemetryExportFailed",
-    "post_otlp",
-    "project_session",
-    "render_tree",
-    "resolve_target",
-    "spans_by_trace",
-    "to_otlp_json",
-    "to_otlp_protobuf",
-    "tracer_provider_from_env",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.errors import TelemetryConfigError as TelemetryConfigError
+    from harness.errors import TelemetryError as TelemetryError
+    from harness.errors import TelemetryExportFailed as TelemetryExportFailed
+    from harness.telemetry.conventions import SCHEMA_URL as SCHEMA_URL
+    from harness.telemetry.conventions import SEMCONV_VERSION as SEMCONV_VERSION
+    from harness.telemetry.live import LiveTelemetry as LiveTelemetry
+    from harness.telemetry.live import tracer_provider_from_env as tracer_provider_from_env
+    from harness.telemetry.otlp import to_otlp_json as to_otlp_json
+    from harness.telemetry.otlp import to_otlp_protobuf as to_otlp_protobuf
+    from harness.telemetry.projection import Projector as Projector
+    from harness.telemetry.projection import project_session as project_session
+    from harness.telemetry.projection import spans_by_trace as spans_by_trace
+    from harness.telemetry.records import SpanEventRecord as SpanEventRecord
+    from harness.telemetry.records import SpanRecord as SpanRecord
+    from harness.telemetry.send import OtlpTarget as OtlpTarget
+    from harness.telemetry.send import post_otlp as post_otlp
+    from harness.telemetry.send import resolve_target as resolve_target
+    from harness.telemetry.tree import render_tree as render_tree
 
 _EXPORTS = {
     "harness.errors": ("TelemetryConfigError", "TelemetryError", "TelemetryExportFailed"),
@@ -61,5 +50,6 @@ _EXPORTS = {
     "harness.telemetry.tree": ("render_tree",),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -13,65 +13,40 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.tools.base import Tool, ToolContext, ToolError, ToolOutcome, ToolSpec
-    from harness.tools.edit_file import EditFile
-    from harness.tools.grep import Grep
-    from harness.tools.list_dir import ListDir
-    from harness.tools.mcp.config import McpServerConfig, find_mcp_config, load_mcp_config
-    from harness.tools.mcp.hub import McpHub
-    from harness.tools.mcp.records import MCP_CONNECT, McpServerState
-    from harness.tools.mcp.tool import McpTool
-    from harness.tools.read_file import ReadFile
-    from harness.tools.records import FileAccess, background_pids, file_accesses
-    from harness.tools.registry import (
-        DuplicateTool,
-        InvalidToolSpec,
-        ToolRegistry,
-        default_registry,
-        default_tools,
-    )
-    from harness.tools.session_search import SESSION_SEARCH, SessionSearch
-    from harness.tools.shell import RunShell
-    from harness.tools.todo_write import TodoWrite
-    from harness.tools.workspace import Workspace, file_sha256
-    from harness.tools.write_file import WriteFile
-
-__all__ = [
-    "MCP_CONNECT",
-    "SESSION_SEARCH",
-    "DuplicateTool",
-    "EditFile",
-    "FileAccess",
-    "Grep",
-    "InvalidToolSpec",
-    "ListDir",
-    "McpHub",
-    "McpServerConfig",
-    "McpServerState",
-    "McpTool",
-    "ReadFile",
-    "RunShell",
-    "SessionSearch",
-    "TodoWrite",
-    "Tool",
-    "ToolContext",
-    "ToolError",
-    "ToolOutcome",
-    "ToolRegistry",
-    "ToolSpec",
-    "Workspace",
-    "WriteFile",
-    "background_pids",
-    "default_registry",
-    "default_tools",
-    "file_accesses",
-    "file_sha256",
-    "find_mcp_config",
-    "load_mcp_config",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.tools.base import Tool as Tool
+    from harness.tools.base import ToolContext as ToolContext
+    from harness.tools.base import ToolError as ToolError
+    from harness.tools.base import ToolOutcome as ToolOutcome
+    from harness.tools.base import ToolSpec as ToolSpec
+    from harness.tools.edit_file import EditFile as EditFile
+    from harness.tools.grep import Grep as Grep
+    from harness.tools.list_dir import ListDir as ListDir
+    from harness.tools.mcp.config import McpServerConfig as McpServerConfig
+    from harness.tools.mcp.config import find_mcp_config as find_mcp_config
+    from harness.tools.mcp.config import load_mcp_config as load_mcp_config
+    from harness.tools.mcp.hub import McpHub as McpHub
+    from harness.tools.mcp.records import MCP_CONNECT as MCP_CONNECT
+    from harness.tools.mcp.records import McpServerState as McpServerState
+    from harness.tools.mcp.tool import McpTool as McpTool
+    from harness.tools.read_file import ReadFile as ReadFile
+    from harness.tools.records import FileAccess as FileAccess
+    from harness.tools.records import background_pids as background_pids
+    from harness.tools.records import file_accesses as file_accesses
+    from harness.tools.registry import DuplicateTool as DuplicateTool
+    from harness.tools.registry import InvalidToolSpec as InvalidToolSpec
+    from harness.tools.registry import ToolRegistry as ToolRegistry
+    from harness.tools.registry import default_registry as default_registry
+    from harness.tools.registry import default_tools as default_tools
+    from harness.tools.session_search import SESSION_SEARCH as SESSION_SEARCH
+    from harness.tools.session_search import SessionSearch as SessionSearch
+    from harness.tools.shell import RunShell as RunShell
+    from harness.tools.todo_write import TodoWrite as TodoWrite
+    from harness.tools.workspace import Workspace as Workspace
+    from harness.tools.workspace import file_sha256 as file_sha256
+    from harness.tools.write_file import WriteFile as WriteFile
 
 _EXPORTS = {
     "harness.tools.base": ("Tool", "ToolContext", "ToolError", "ToolOutcome", "ToolSpec"),
@@ -98,5 +73,6 @@ _EXPORTS = {
     "harness.tools.write_file": ("WriteFile",),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

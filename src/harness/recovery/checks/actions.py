@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from harness.recovery.findings import Finding, finding
 from harness.recovery.history import Approval, CallRecord, History, UnfinishedCall
-from harness.recovery.vocabulary import ACTION_NOT_STARTED, ACTION_OUTCOME_UNKNOWN, APPROVAL_PENDING
+from harness.recovery.vocabulary import FindingKind, Severity
 from harness.tools.base import Tool, ToolError
 from harness.tools.workspace import Workspace
 
@@ -94,8 +94,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
     label = f"{name} call {item.call_id} (seq {evidence['callSeq']})"
     if approval is not None and approval.outcome is None:
         return finding(
-            ACTION_OUTCOME_UNKNOWN,
-            "warn",
+            FindingKind.ACTION_OUTCOME_UNKNOWN,
+            Severity.WARN,
             f"The {label} was waiting for approval when the session stopped, so it never ran.",
             "Tell the model the call did not run; if it is still wanted, the user is asked again.",
             **evidence,
@@ -103,8 +103,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
         )
     if approval is not None and approval.outcome != "allowed-once":
         return finding(
-            ACTION_OUTCOME_UNKNOWN,
-            "info",
+            FindingKind.ACTION_OUTCOME_UNKNOWN,
+            Severity.INFO,
             f"The {label} was not run: its approval was {approval.outcome}.",
             "Nothing to undo; tell the model the call did not run.",
             **evidence,
@@ -112,8 +112,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
         )
     if tool is not None and not tool.changes_world:
         return finding(
-            ACTION_OUTCOME_UNKNOWN,
-            "warn",
+            FindingKind.ACTION_OUTCOME_UNKNOWN,
+            Severity.WARN,
             f"The {label} started but its result was lost; {name} only reads, so running it again is safe.",
             "Let the model run it again if it still needs the result.",
             **evidence,
@@ -121,8 +121,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
     verified = verify_write(call, root, history) if call is not None else None
     if verified == "applied":
         return finding(
-            ACTION_OUTCOME_UNKNOWN,
-            "warn",
+            FindingKind.ACTION_OUTCOME_UNKNOWN,
+            Severity.WARN,
             f"The {label} started but its result was lost; the file now holds exactly the content it was "
             "to write, so it took effect.",
             "Tell the model the write is in place; it need not be repeated.",
@@ -131,8 +131,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
         )
     if verified == "not-applied":
         return finding(
-            ACTION_OUTCOME_UNKNOWN,
-            "warn",
+            FindingKind.ACTION_OUTCOME_UNKNOWN,
+            Severity.WARN,
             f"The {label} started but its result was lost; the file is unchanged, so it did not take effect.",
             "Tell the model the write did not happen; it may write again.",
             **evidence,
@@ -144,8 +144,8 @@ def _unknown(item: UnfinishedCall, tools: Mapping[str, Tool], root: Path, histor
         else "its tool is not available now to say whether it is safe"
     )
     return finding(
-        ACTION_OUTCOME_UNKNOWN,
-        "block",
+        FindingKind.ACTION_OUTCOME_UNKNOWN,
+        Severity.BLOCK,
         f"The {label} started but its result was lost: it may have run fully, partly or not at all, "
         f"and {why}.",
         "Do not let the model repeat it blindly: verify its effects (files, processes, remote systems) "
@@ -159,8 +159,8 @@ def _not_started(item: UnfinishedCall, tools: Mapping[str, Tool]) -> Finding:
     name = call.name if call else "an unknown tool"
     tool = tools.get(call.name) if call else None
     return finding(
-        ACTION_NOT_STARTED,
-        "info",
+        FindingKind.ACTION_NOT_STARTED,
+        Severity.INFO,
         f"The {name} call {item.call_id} was interrupted before it started; it did not run.",
         "Nothing to undo; the model may call it again if it is still needed.",
         **_evidence(item, tool, None),
@@ -170,8 +170,8 @@ def _not_started(item: UnfinishedCall, tools: Mapping[str, Tool]) -> Finding:
 def _pending(approval: Approval) -> Finding:
     tool = approval.tool_name or "a tool"
     return finding(
-        APPROVAL_PENDING,
-        "warn",
+        FindingKind.APPROVAL_PENDING,
+        Severity.WARN,
         f"Approval {approval.id} for {tool} (call {approval.call_id}) was asked at seq {approval.asked_seq} "
         "and never answered.",
         "The call did not run. Ask the user again if the model still wants it; do not take the silence "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.recovery.findings import Finding, finding
 from harness.recovery.history import Compaction, History
-from harness.recovery.vocabulary import COMPACTION_ORPHAN
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_compactions"]
 
@@ -26,16 +26,16 @@ def _orphan(compaction: Compaction, end_seed: int | None) -> Finding:
     }
     if end_seed is not None and compaction.start_seq < end_seed:
         return finding(
-            COMPACTION_ORPHAN,
-            "info",
+            FindingKind.COMPACTION_ORPHAN,
+            Severity.INFO,
             f"Compaction {compaction.id} (seq {compaction.start_seq}) never ended: {what}. The restart at "
             f"seq {end_seed} made it stale.",
             "Nothing to undo; a new compaction may start.",
             **evidence,
         )
     return finding(
-        COMPACTION_ORPHAN,
-        "warn",
+        FindingKind.COMPACTION_ORPHAN,
+        Severity.WARN,
         f"Compaction {compaction.id} (seq {compaction.start_seq}) has not ended and no restart followed it: "
         f"{what}.",
         "Another worker may still be compacting this session: do not start a second compaction until it "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.providers.credentials import CredentialCheck
 from harness.recovery.findings import Finding, finding
-from harness.recovery.vocabulary import CREDENTIALS_MISSING, CREDENTIALS_REJECTED, CREDENTIALS_UNCHECKED
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_credentials_finding"]
 
@@ -20,8 +20,8 @@ def check_credentials_finding(check: CredentialCheck) -> list[Finding]:
     if check.status == "missing":
         return [
             finding(
-                CREDENTIALS_MISSING,
-                "block",
+                FindingKind.CREDENTIALS_MISSING,
+                Severity.BLOCK,
                 f"No API key is configured for {where}: the session cannot call its model.",
                 "Set the key (e.g. $DEEPSEEK_API_KEY) before continuing.",
                 **evidence,
@@ -30,8 +30,8 @@ def check_credentials_finding(check: CredentialCheck) -> list[Finding]:
     if check.status == "rejected":
         return [
             finding(
-                CREDENTIALS_REJECTED,
-                "block",
+                FindingKind.CREDENTIALS_REJECTED,
+                Severity.BLOCK,
                 f"{where} refused the API key (HTTP {check.http_status}): "
                 f"{check.reason or 'no reason given'}.",
                 "The key expired, was revoked or belongs to another account: set a valid one before "
@@ -41,8 +41,8 @@ def check_credentials_finding(check: CredentialCheck) -> list[Finding]:
         ]
     return [
         finding(
-            CREDENTIALS_UNCHECKED,
-            "warn",
+            FindingKind.CREDENTIALS_UNCHECKED,
+            Severity.WARN,
             f"Whether {where} accepts the API key could not be told ({check.status}"
             f"{f', HTTP {check.http_status}' if check.http_status else ''}): {check.reason or 'no answer'}.",
             "The next model request may fail; check the endpoint and the key if it does.",

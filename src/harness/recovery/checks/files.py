@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.recovery.findings import Finding, finding, plural
 from harness.recovery.history import FileRecord, History
-from harness.recovery.vocabulary import FILE_CHANGED, FILE_VANISHED, WORKSPACE_MOVED
+from harness.recovery.vocabulary import FindingKind, Severity
 from harness.tools.base import ToolError
 from harness.tools.workspace import Workspace
 
@@ -23,8 +23,8 @@ def check_root(history: History, root: Path) -> list[Finding]:
     if not os.path.isdir(real):
         return [
             finding(
-                WORKSPACE_MOVED,
-                "block",
+                FindingKind.WORKSPACE_MOVED,
+                Severity.BLOCK,
                 f"The workspace {real} does not exist (or is not a directory).",
                 "Point the session at its workspace (--workspace) or restore the directory first.",
                 recorded=history.baseline.root if history.baseline else None,
@@ -37,8 +37,8 @@ def check_root(history: History, root: Path) -> list[Finding]:
         return []
     return [
         finding(
-            WORKSPACE_MOVED,
-            "warn",
+            FindingKind.WORKSPACE_MOVED,
+            Severity.WARN,
             f"The workspace is {real}, but the last turn worked in {baseline.root}.",
             "Make sure this is the intended workspace: recorded file paths are checked against the new "
             "root, and the model should be told where it now works.",
@@ -92,8 +92,8 @@ def check_files(history: History, root: Path) -> list[Finding]:
         if problem is not None:
             found.append(
                 finding(
-                    FILE_CHANGED,
-                    "warn",
+                    FindingKind.FILE_CHANGED,
+                    Severity.WARN,
                     f"{path}, which the session last {_verb(record)} at seq {record.seq}, cannot be "
                     f"checked: {problem}",
                     "Look at the file by hand before the session uses it again.",
@@ -104,8 +104,8 @@ def check_files(history: History, root: Path) -> list[Finding]:
         elif now is None:
             found.append(
                 finding(
-                    FILE_VANISHED,
-                    "warn",
+                    FindingKind.FILE_VANISHED,
+                    Severity.WARN,
                     f"{path}, which the session last {_verb(record)} at seq {record.seq}, no longer "
                     f"exists{hint}.",
                     "Tell the model the file is gone; it must not assume its old content.",
@@ -116,8 +116,8 @@ def check_files(history: History, root: Path) -> list[Finding]:
             what = "did not exist then and exists now" if record.sha256 is None else "has different content"
             found.append(
                 finding(
-                    FILE_CHANGED,
-                    "warn",
+                    FindingKind.FILE_CHANGED,
+                    Severity.WARN,
                     f"{path} {what} since the session last {_verb(record)} it at seq {record.seq}{hint}.",
                     "Tell the model; it should read the file again before relying on or editing it.",
                     **evidence,

@@ -17,14 +17,7 @@ from collections.abc import Sequence
 
 from harness.recovery.findings import Finding, finding, plural
 from harness.recovery.history import History
-from harness.recovery.vocabulary import (
-    MCP_SERVER_CHANGED,
-    MCP_SERVER_UNREACHABLE,
-    MCP_SESSION_LOST,
-    MCP_TOOL_REMOVED,
-    MCP_TOOL_SCHEMA_CHANGED,
-    Severity,
-)
+from harness.recovery.vocabulary import FindingKind, Severity
 from harness.tools.mcp.records import McpServerState
 
 __all__ = ["check_mcp", "session_lost"]
@@ -43,8 +36,8 @@ def session_lost(history: History) -> list[Finding]:
     names = sorted(history.mcp)
     return [
         finding(
-            MCP_SESSION_LOST,
-            "info",
+            FindingKind.MCP_SESSION_LOST,
+            Severity.INFO,
             f"MCP session state did not survive the restart: {plural(len(names), 'server')} "
             f"({', '.join(names)}) {'starts' if len(names) == 1 else 'start'} a new session, without the "
             "subscriptions or server-side context of the old one.",
@@ -61,7 +54,7 @@ def _unreachable(history: History, before: McpServerState, now: McpServerState |
         for item in history.unfinished()
         if item.code == "TOOL_OUTCOME_UNKNOWN" and item.call is not None and item.call.name in offered
     ]
-    severity: Severity = "block" if unknown else "warn"
+    severity: Severity = Severity.BLOCK if unknown else Severity.WARN
     why = "is no longer configured" if now is None else "cannot be reached"
     summary = f"The MCP server {before.name} (last connected at seq {before.seq}) {why}"
     if now is not None and now.error:
@@ -78,7 +71,7 @@ def _unreachable(history: History, before: McpServerState, now: McpServerState |
     else:
         action = "Start the server or fix its configuration; until then its tools are not offered."
     return finding(
-        MCP_SERVER_UNREACHABLE,
+        FindingKind.MCP_SERVER_UNREACHABLE,
         severity,
         summary,
         action,
@@ -98,8 +91,8 @@ def _tools(history: History, before: McpServerState, now: McpServerState) -> lis
         if current is None:
             found.append(
                 finding(
-                    MCP_TOOL_REMOVED,
-                    "warn" if calls else "info",
+                    FindingKind.MCP_TOOL_REMOVED,
+                    Severity.WARN if calls else Severity.INFO,
                     f"The MCP server {before.name} no longer lists the tool {tool.name} "
                     f"(offered as {tool.exposed}; the session called it {plural(calls, 'time')}).",
                     "Tell the model the tool is gone (a call to it will be refused), or restore it on "
@@ -115,8 +108,8 @@ def _tools(history: History, before: McpServerState, now: McpServerState) -> lis
         elif current.sha256 != tool.sha256:
             found.append(
                 finding(
-                    MCP_TOOL_SCHEMA_CHANGED,
-                    "warn",
+                    FindingKind.MCP_TOOL_SCHEMA_CHANGED,
+                    Severity.WARN,
                     f"The tool {tool.name} of the MCP server {before.name} has another definition than at "
                     f"seq {before.seq} (description, schemas or annotations).",
                     "The next request sends the new schema; check that earlier calls in the history still "
@@ -145,8 +138,8 @@ def _version(before: McpServerState, now: McpServerState) -> list[Finding]:
         parts.append(f"protocol {before.protocol_version} → {now.protocol_version}")
     return [
         finding(
-            MCP_SERVER_CHANGED,
-            "warn" if identity else "info",
+            FindingKind.MCP_SERVER_CHANGED,
+            Severity.WARN if identity else Severity.INFO,
             f"The MCP server {before.name} reports another version than at seq {before.seq}: "
             f"{'; '.join(parts)}.",
             "Its tools may behave differently now: confirm the new version is intended."

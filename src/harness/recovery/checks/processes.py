@@ -7,7 +7,7 @@ from collections.abc import Callable
 from harness.recovery.findings import Finding, finding
 from harness.recovery.history import BackgroundProcess, History
 from harness.recovery.procs import ProcessProbe, probe_process
-from harness.recovery.vocabulary import BACKGROUND_PROCESS
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_processes"]
 
@@ -33,8 +33,8 @@ def _one(record: BackgroundProcess, probe: ProcessProbe) -> Finding:
     label = f"Background process {record.pid} (started by `{_command(record)}`, seq {record.result_seq})"
     if not probe.alive:
         return finding(
-            BACKGROUND_PROCESS,
-            "warn",
+            FindingKind.BACKGROUND_PROCESS,
+            Severity.WARN,
             f"{label} is gone, as processes usually are after a restart.",
             "Tell the model it is no longer running; start it again if the task still needs it.",
             **evidence,
@@ -42,8 +42,8 @@ def _one(record: BackgroundProcess, probe: ProcessProbe) -> Finding:
         )
     if probe.started_ms is not None and probe.started_ms > record.result_time + REUSE_SLACK_MS:
         return finding(
-            BACKGROUND_PROCESS,
-            "warn",
+            FindingKind.BACKGROUND_PROCESS,
+            Severity.WARN,
             f"{label} is gone: pid {record.pid} now belongs to a process started after it was recorded.",
             f"Tell the model it is no longer running; never signal pid {record.pid}, which is another "
             "program now.",
@@ -56,8 +56,8 @@ def _one(record: BackgroundProcess, probe: ProcessProbe) -> Finding:
         else "its start time is unknown"
     )
     return finding(
-        BACKGROUND_PROCESS,
-        "info",
+        FindingKind.BACKGROUND_PROCESS,
+        Severity.INFO,
         f"{label} is still running ({same}).",
         "Check that it is the same program before relying on it or stopping it; after a restart a pid "
         "can belong to another process.",

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.recovery.findings import Finding, finding, plural
 from harness.recovery.git import DEFAULT_TIMEOUT_S, GitState, commit_distance, probe_git
 from harness.recovery.history import History
-from harness.recovery.vocabulary import BASELINE_MISSING, GIT_DIRTY, GIT_HEAD_MOVED
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_repository"]
 
@@ -28,8 +28,8 @@ def check_repository(history: History, root: Path, *, timeout: float = DEFAULT_T
     if baseline is None:
         return [
             finding(
-                BASELINE_MISSING,
-                "info",
+                FindingKind.BASELINE_MISSING,
+                Severity.INFO,
                 "The log records no workspace baseline, so git HEAD and the tree state cannot be compared.",
                 "Nothing to do; recorded file hashes are still checked. Later turns record a baseline.",
                 turns=len(history.turn_starts),
@@ -43,8 +43,8 @@ def check_repository(history: History, root: Path, *, timeout: float = DEFAULT_T
     if now is None:
         return [
             finding(
-                GIT_HEAD_MOVED,
-                "warn",
+                FindingKind.GIT_HEAD_MOVED,
+                Severity.WARN,
                 f"The workspace was a git repository at {_short(before.head)} when the last turn started; "
                 "git cannot read it now.",
                 "Check the repository (was .git removed, or is git missing?) before the session continues.",
@@ -83,8 +83,8 @@ def _moved(
         f"; {plural(shell_after, 'run_shell call')} of the last turn may have done it" if shell_after else ""
     )
     return finding(
-        GIT_HEAD_MOVED,
-        "warn",
+        FindingKind.GIT_HEAD_MOVED,
+        Severity.WARN,
         f"git HEAD moved from {_short(before.head)} to {_short(now.head)}{how}{branch}{hint}.",
         "Tell the model the checked-out code changed; it should re-read what it relies on.",
         before=before.head,
@@ -116,8 +116,8 @@ def _dirty(
         )
         return [
             finding(
-                GIT_DIRTY,
-                "warn",
+                FindingKind.GIT_DIRTY,
+                Severity.WARN,
                 f"The tree was clean when the last turn started and now has changes the session did not "
                 f"record: {shown}{hint}.",
                 "Tell the model which files changed outside its view (git status shows them).",
@@ -132,8 +132,8 @@ def _dirty(
     if before.dirty and not now.dirty and before.head == now.head:
         return [
             finding(
-                GIT_DIRTY,
-                "warn",
+                FindingKind.GIT_DIRTY,
+                Severity.WARN,
                 "The tree had uncommitted changes when the last turn started; now it is clean at the same "
                 "HEAD (the changes were reverted or stashed).",
                 "Tell the model the uncommitted changes it may rely on are gone; `git stash list` may "

@@ -8,7 +8,7 @@ from typing import Any
 from harness.providers.base import Provider
 from harness.recovery.findings import Finding, finding
 from harness.recovery.history import History
-from harness.recovery.vocabulary import ROUTE_CHANGED, Severity
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_route"]
 
@@ -43,7 +43,9 @@ def check_route(history: History, provider: Provider, model: str | None = None) 
     if not changed:
         return []
     smaller = before_window is not None and now_window is not None and now_window < before_window
-    severity: Severity = "warn" if ("provider" in changed or "model" in changed or smaller) else "info"
+    severity: Severity = (
+        Severity.WARN if ("provider" in changed or "model" in changed or smaller) else Severity.INFO
+    )
     parts = []
     if "provider" in changed:
         parts.append(f"provider {before_provider} → {now_provider}")
@@ -55,7 +57,7 @@ def check_route(history: History, provider: Provider, model: str | None = None) 
         action = (
             "The history may no longer fit: compact the session before continuing, or keep the old route."
         )
-    elif severity == "warn":
+    elif severity == Severity.WARN:
         action = (
             "Confirm the new route is intended: a different model continues a history another model wrote "
             "(the next request records a new header)."
@@ -64,7 +66,7 @@ def check_route(history: History, provider: Provider, model: str | None = None) 
         action = "Nothing to do; the next request records the new route."
     return [
         finding(
-            ROUTE_CHANGED,
+            FindingKind.ROUTE_CHANGED,
             severity,
             f"The model route differs from the one recorded at seq {history.context_seq}: "
             f"{'; '.join(parts)}.",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.recovery.findings import Finding, finding
 from harness.recovery.history import History, ShellRun
-from harness.recovery.vocabulary import TEMP_FILE_VANISHED
+from harness.recovery.vocabulary import FindingKind, Severity
 
 __all__ = ["check_temp_files", "created_temp_paths"]
 
@@ -116,8 +116,8 @@ def check_temp_files(history: History, root: Path) -> list[Finding]:
             continue
         found.append(
             finding(
-                TEMP_FILE_VANISHED,
-                "warn",
+                FindingKind.TEMP_FILE_VANISHED,
+                Severity.WARN,
                 f"{path}, created outside the workspace by the command at seq {run.result_seq} "
                 f"(`{run.command[:80]}`), no longer exists.",
                 "Anything the session kept there is lost (temporary directories are cleared on reboot): "

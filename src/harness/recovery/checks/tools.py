@@ -10,7 +10,7 @@ from typing import Any
 from harness.events.json import thaw
 from harness.recovery.findings import Finding, finding, plural
 from harness.recovery.history import History
-from harness.recovery.vocabulary import TOOL_MISSING, TOOL_SCHEMA_CHANGED
+from harness.recovery.vocabulary import FindingKind, Severity
 from harness.tools.base import Tool
 
 __all__ = ["canonical_json", "check_tools"]
@@ -49,8 +49,8 @@ def check_tools(history: History, tools: Mapping[str, Tool]) -> list[Finding]:
             continue
         found.append(
             finding(
-                TOOL_MISSING,
-                "warn",
+                FindingKind.TOOL_MISSING,
+                Severity.WARN,
                 f"The session called {name} {plural(len(seqs), 'time')} (last at seq {seqs[-1]}), but "
                 "no tool of that name is available now.",
                 "Tell the model the tool is gone (a call to it will be refused), or restore the tool.",
@@ -65,8 +65,8 @@ def check_tools(history: History, tools: Mapping[str, Tool]) -> list[Finding]:
             continue
         found.append(
             finding(
-                TOOL_MISSING,
-                "info",
+                FindingKind.TOOL_MISSING,
+                Severity.INFO,
                 f"The last request offered {name}, which is not available now (the session never called it).",
                 "Nothing to do; the next request header lists the tools offered now.",
                 tool=name,
@@ -89,8 +89,8 @@ def check_tools(history: History, tools: Mapping[str, Tool]) -> list[Finding]:
             continue
         found.append(
             finding(
-                TOOL_SCHEMA_CHANGED,
-                "warn",
+                FindingKind.TOOL_SCHEMA_CHANGED,
+                Severity.WARN,
                 f"{name} has a different {' and '.join(changed)} than in the request header of seq "
                 f"{history.header_seq}.",
                 "The next request sends the new schema; earlier calls in the history follow the old one, "

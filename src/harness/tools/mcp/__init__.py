@@ -12,45 +12,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness._lazy import lazy_exports
+from harness._lazy import exported_names, lazy_exports
 
-if TYPE_CHECKING:
-    from harness.tools.mcp.config import (
-        WORKSPACE_CONFIG,
-        McpServerConfig,
-        find_mcp_config,
-        load_mcp_config,
-        parse_mcp_config,
-    )
-    from harness.tools.mcp.connection import McpConnection
-    from harness.tools.mcp.hub import McpHub
-    from harness.tools.mcp.names import exposed_name
-    from harness.tools.mcp.records import (
-        MCP_CONNECT,
-        McpServerState,
-        McpToolRecord,
-        read_connect,
-        tool_fingerprint,
-    )
-    from harness.tools.mcp.tool import McpTool, result_outcome
-
-__all__ = [
-    "MCP_CONNECT",
-    "WORKSPACE_CONFIG",
-    "McpConnection",
-    "McpHub",
-    "McpServerConfig",
-    "McpServerState",
-    "McpTool",
-    "McpToolRecord",
-    "exposed_name",
-    "find_mcp_config",
-    "load_mcp_config",
-    "parse_mcp_config",
-    "read_connect",
-    "result_outcome",
-    "tool_fingerprint",
-]
+if TYPE_CHECKING:  # the table below as imports, for type checkers and IDEs (a test checks they agree)
+    from harness.tools.mcp.config import WORKSPACE_CONFIG as WORKSPACE_CONFIG
+    from harness.tools.mcp.config import McpServerConfig as McpServerConfig
+    from harness.tools.mcp.config import find_mcp_config as find_mcp_config
+    from harness.tools.mcp.config import load_mcp_config as load_mcp_config
+    from harness.tools.mcp.config import parse_mcp_config as parse_mcp_config
+    from harness.tools.mcp.connection import McpConnection as McpConnection
+    from harness.tools.mcp.hub import McpHub as McpHub
+    from harness.tools.mcp.names import exposed_name as exposed_name
+    from harness.tools.mcp.records import MCP_CONNECT as MCP_CONNECT
+    from harness.tools.mcp.records import McpServerState as McpServerState
+    from harness.tools.mcp.records import McpToolRecord as McpToolRecord
+    from harness.tools.mcp.records import read_connect as read_connect
+    from harness.tools.mcp.records import tool_fingerprint as tool_fingerprint
+    from harness.tools.mcp.tool import McpTool as McpTool
+    from harness.tools.mcp.tool import result_outcome as result_outcome
 
 _EXPORTS = {
     "harness.tools.mcp.config": (
@@ -73,5 +52,6 @@ _EXPORTS = {
     "harness.tools.mcp.tool": ("McpTool", "result_outcome"),
 }
 
-if not TYPE_CHECKING:  # at run time each name is imported on first use (PEP 562)
+if not TYPE_CHECKING:  # at run time: the table's names, each imported on first use (PEP 562)
+    __all__ = exported_names(_EXPORTS)
     __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
