@@ -45,6 +45,7 @@ from harness.search.backing import Candidate, CandidateQuery, Key
 from harness.search.fold import fold_text
 from harness.search.plan import SessionPlan, SessionState
 from harness.search.prefilter import PrefilterDialect, build_prefilter
+from harness.stores.sqlite_errors import is_locked, translate
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["APPLICATION_ID", "NARROW", "SCHEMA_VERSION", "SidecarIndex"]
@@ -53,8 +54,6 @@ NARROW: Final = 6
 """How many of a query's trigrams (the rarest) the FTS5 query uses."""
 APPLICATION_ID: Final = 0x68727378
 SCHEMA_VERSION: Final = 2  # 2: fts_vocab
-_NOTADB: Final = 26
-_CORRUPT: Final = 11
 
 _T = TypeVar("_T")
 
@@ -137,17 +136,11 @@ class SidecarIndex:
             if self._conn is None:
                 self._conn = self._open()
             return fn(*args)
-        except sqlite3.DatabaseError as error:
-            code = (getattr(error, "sqlite_errorcode", None) or 0) & 0xFF
+        except sqlite3.Error as error:
             if self._conn is not None and self._conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.rollback()
-            if code in (_NOTADB, _CORRUPT) or "malformed" in str(error):
-                raise SearchIndexCorrupt(
-                    f"the search index {self._path} is damaged ({error}): rebuild it "
-                    "(harness index --rebuild)"
-                ) from error
-            raise SearchIndexError(f"the search index {self._path} failed: {error}") from error
+            raise translate(error, "index", self._path) from error
 
     def _open(self) -> sqlite3.Connection:
         if not self._memory:
@@ -179,7 +172,7 @@ class SidecarIndex:
                 if mode != "wal":
                     mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
             except sqlite3.OperationalError as error:
-                if "locked" not in str(error) and "busy" not in str(error):
+                if not is_locked(error):
                     raise
                 mode = ""
             if mode == "wal":

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.errors import SessionOwner, StorageError
+from harness.errors import CorruptSession, SessionOwner
+from harness.stores.base import Reservations, closed, corrupt
 from harness.stores.ownership import Claim, LockFiles, current_writer
+from harness.stores.sqlite_errors import sqlite_errors
 from harness.stores.worker import BlockingWorkers
 
 __all__ = ["ThreadedDatabase"]
@@ -25,7 +27,8 @@ _T = TypeVar("_T")
 class ThreadedDatabase:
     """Base of a backend over one SQLite connection on its own thread: set ``_path`` and call
     ``_start(name)`` from ``__init__`` (it runs ``_open`` there, which sets ``_conn``), run
-    blocking work with ``await self._run(fn, ...)`` and use ``self._db`` inside it.
+    blocking work with ``await self._run(fn, ...)`` and use ``self._db`` inside it. ``_pending``
+    holds the ids ``create`` reserved (``base.Reservations``).
 
     Ownership: the sessions' lock files live in ``<database>-owners`` beside the file; a
     write checks ``self._claims.check(session_id, self._writer)`` inside its ``BEGIN
@@ -38,6 +41,7 @@ class ThreadedDatabase:
     _worker: BlockingWorkers
     _claims: LockFiles
     _writer: str | None
+    _pending: Reservations
 
     @property
     def path(self) -> Path:
@@ -49,6 +53,7 @@ class ThreadedDatabase:
 
     def _start(self, thread_name: str) -> None:
         self._conn = None
+        self._pending = Reservations()
         self._closed = False
         self._claims = LockFiles(f"{self._path}-owners")
         self._writer = None
@@ -63,9 +68,12 @@ class ThreadedDatabase:
     def _open(self) -> None:
         raise NotImplementedError
 
+    def _corrupt(self, session_id: str) -> Callable[[str], CorruptSession]:
+        return corrupt(session_id, str(self._path))
+
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:
-            raise StorageError(f"{self!r} is closed")
+            raise closed(self)
         return await self._worker.run(self._as_writer, current_writer(), fn, *args)
 
     def _as_writer(self, writer: str | None, fn: Callable[..., _T], *args: Any) -> _T:
@@ -84,10 +92,8 @@ class ThreadedDatabase:
 
     def _fence(self, action: Callable[[], None]) -> None:
         conn = self._db
-        try:
+        with sqlite_errors("read", f"cannot lock {self._path} to take a session over"):
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot lock {self._path} to take a session over: {error}") from error
         try:
             action()
         finally:
@@ -103,7 +109,7 @@ class ThreadedDatabase:
     def _db(self) -> sqlite3.Connection:
         conn = self._conn
         if conn is None:
-            raise StorageError(f"{self!r} is closed")
+            raise closed(self)
         return conn
 
     async def close(self) -> None:

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 
 import msgspec
 
-from harness.errors import CorruptSession, SessionExists, SessionNotFound, SessionOwner
+from harness.errors import CorruptSession, SessionExists, SessionOwner
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import SessionInfo, StoredLog, check_batch
+from harness.stores.base import never_appended, no_session
 from harness.stores.ids import check_session_id
 from harness.stores.ownership import Claim, MemoryClaims, current_writer
 from harness.stores.summary import summarize
@@ -49,7 +50,7 @@ class MemoryBackend:
         check_session_id(session_id)
         lines = self._lines.get(session_id)
         if lines is None:
-            raise SessionNotFound(f"no session {session_id!r}")
+            raise no_session(session_id)
         return lines
 
     async def append(self, session_id: str, batch: Sequence[Event]) -> None:
@@ -63,7 +64,7 @@ class MemoryBackend:
     async def read(self, session_id: str) -> StoredLog:
         lines = self._known(session_id)
         if not lines:
-            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise never_appended(session_id)
         return StoredLog(self._header(session_id), [loads(line) for line in lines])
 
     async def repair(self, session_id: str, log: StoredLog, closers: Sequence[Event]) -> None:

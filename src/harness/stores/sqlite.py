@@ -90,23 +90,16 @@ Decisions:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sqlite3
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from harness.errors import (
-    CorruptSession,
-    OutcomeUnknown,
-    PersistenceFailed,
-    SessionConflict,
-    SessionExists,
-    SessionNotFound,
-    StorageError,
-    UnsupportedFormat,
-)
+from harness.errors import PersistenceFailed, UnsupportedFormat
 from harness.events.collector import collector_paused
 from harness.events.event import Event
 from harness.events.json import dumps
@@ -120,9 +113,11 @@ from harness.stores.backend import (
     WireStream,
     check_batch,
 )
+from harness.stores.base import listed, never_appended, no_session
 from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.ids import check_session_id
 from harness.stores.rows import decode_row, header_from_text, page_events, title_from_line, title_seq
+from harness.stores.sqlite_errors import commit, retry_locked, snapshot, sqlite_errors, transaction
 from harness.stores.sqlite_pages import file_id, keyed_rows, stored_pages
 from harness.stores.sqlite_tail import tail_rows
 
@@ -131,22 +126,14 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteBackend"]
 APPLICATION_ID: Final = 0x68726E73
 """``PRAGMA application_id`` of a harness session database ("hrns")."""
 DSH_APPLICATION_ID: Final = 0x44534850
-_SQLITE_NOTADB: Final = 26
 
-_T = TypeVar("_T")
 # One packed row holds at most this many chunks and this much text (FORMAT §9.8's limits).
 _PACKED_MEMBERS: Final = 1024
 _PACKED_BYTES: Final = 1 << 20
 _SELECT_ROWS: Final = "SELECT seq, line FROM events WHERE session_id = ? ORDER BY seq"
+_LENGTH: Final = "SELECT length FROM sessions WHERE id = ?"
 _Key = str | bytes
 _Row = tuple[_Key, int, _Key, int, str]  # an events row: session_id, seq, type, time, line
-
-
-def _described(error: sqlite3.Error) -> str:
-    """The SQLite error as a message part; a full disk is said so (SQLite says "database or disk")."""
-    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
-        return f"{error}: no space left on the file system"
-    return str(error)
 
 
 def _migrate_to_1(conn: sqlite3.Connection) -> None:
@@ -242,7 +229,6 @@ class SqliteBackend(ThreadedDatabase):
         self._path = Path(path).absolute()
         self._pack = pack_chunks
         self._busy_timeout = busy_timeout
-        self._pending: dict[str, SessionHeader] = {}
         self._start("harness-sqlite")
 
     # -- plumbing -------------------------------------------------------------
@@ -257,68 +243,34 @@ class SqliteBackend(ThreadedDatabase):
             pass
         except OSError as error:
             raise PersistenceFailed(f"cannot create the session database {path}: {error}") from error
-        try:
+        with sqlite_errors("open", str(path)):
             conn = sqlite3.connect(path, timeout=self._busy_timeout, isolation_level=None)
-        except sqlite3.Error as error:
-            raise PersistenceFailed(f"cannot open the session database {path}: {error}") from error
-        try:
-            self._prepare(conn)
-        except BaseException:
-            conn.close()
-            raise
+            try:
+                self._prepare(conn)
+            except BaseException:
+                conn.close()
+                raise
         self._conn = conn
         self._file_id = file_id(path)  # what a stream must find at the path (sqlite_pages)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        path = self._path
-        try:
-            conn.execute("PRAGMA trusted_schema = OFF")
-            self._check_identity(conn)
-            conn.execute("PRAGMA foreign_keys = ON")
-            self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
-            conn.execute("PRAGMA synchronous = FULL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version < len(_MIGRATIONS):
-                self._migrate(conn)
-        except sqlite3.DatabaseError as error:
-            if getattr(error, "sqlite_errorcode", None) == _SQLITE_NOTADB:
-                raise UnsupportedFormat(f"{path} is not an SQLite database: {error}") from error
-            raise PersistenceFailed(f"cannot open the session database {path}: {error}") from error
-
-    def _retry_busy(self, action: Callable[[], object]) -> None:
-        """Run ``action``, retrying while the database is locked.
-
-        Switching a fresh file to WAL needs an exclusive lock, and SQLite reports a
-        competing opener as "database is locked" at once instead of waiting on the
-        busy handler; two processes opening a new file together would otherwise fail.
-        """
-        deadline = time.monotonic() + self._busy_timeout
-        delay = 0.001
-        while True:
-            try:
-                action()
-                return
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        conn.execute("PRAGMA trusted_schema = OFF")
+        self._check_identity(conn)
+        conn.execute("PRAGMA foreign_keys = ON")
+        retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"), time.monotonic() + self._busy_timeout)
+        conn.execute("PRAGMA synchronous = FULL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] < len(_MIGRATIONS):
+            self._migrate(conn)
 
     def _check_identity(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """Refuse a file that is not (a version we can read of) a harness session database."""
         path = self._path
         # Read both header fields from one snapshot: a concurrent opener may commit its
         # migration (which sets both) between two separate reads.
-        own_snapshot = not conn.in_transaction
-        if own_snapshot:
-            conn.execute("BEGIN")
-        try:
+        with contextlib.nullcontext() if conn.in_transaction else snapshot(conn):
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
-        finally:
-            if own_snapshot:
-                conn.execute("COMMIT")
         if app_id == DSH_APPLICATION_ID:
             raise UnsupportedFormat(
                 f"{path} is a DeepSeek Harness (dsh) SQLite store: open it with DshSqliteBackend "
@@ -339,22 +291,13 @@ class SqliteBackend(ThreadedDatabase):
         return app_id, version
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             # Another connection may have migrated while we waited for the lock.
             _, version = self._check_identity(conn)
             for step in range(version, len(_MIGRATIONS)):
                 _MIGRATIONS[step](conn)
                 conn.execute(f"PRAGMA user_version = {step + 1}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    def _corrupt(self, session_id: str, detail: str) -> CorruptSession:
-        return CorruptSession(f"stored session {session_id!r} is corrupt: {detail}", path=str(self._path))
 
     # -- create -----------------------------------------------------------------
 
@@ -365,17 +308,11 @@ class SqliteBackend(ThreadedDatabase):
         await self._run(self._create, header)
 
     def _create(self, header: SessionHeader) -> None:
-        if header.id in self._pending or self._length(header.id) is not None:
-            raise SessionExists(f"session {header.id!r} already exists")
-        self._pending[header.id] = header
+        self._pending.reserve(header, stored=self._length(header.id) is not None)
 
     def _length(self, session_id: str) -> int | None:
-        try:
-            row = self._db.execute(
-                "SELECT length FROM sessions WHERE id = ?", (_sql_text(session_id),)
-            ).fetchone()
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot query {self._path}: {error}") from error
+        with sqlite_errors("read", f"cannot query {self._path}"):
+            row = self._db.execute(_LENGTH, (_sql_text(session_id),)).fetchone()
         return None if row is None else int(row[0])
 
     # -- append -----------------------------------------------------------------
@@ -410,78 +347,42 @@ class SqliteBackend(ThreadedDatabase):
         pending = self._pending.get(session_id)
         if not batch:
             if pending is None and self._length(session_id) is None:
-                raise SessionNotFound(f"no session {session_id!r}")
+                raise no_session(session_id)
             return
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._claims.check(session_id, self._writer)
-                row = conn.execute("SELECT length FROM sessions WHERE id = ?", (key,)).fetchone()
-                if row is None:
-                    if pending is None:
-                        raise SessionNotFound(f"no session {session_id!r}")
-                    expected = 0
-                elif pending is not None:
-                    # Another writer published this id first: our reservation lapses, and the
-                    # caller may go on from the stored length like any other writer.
-                    del self._pending[session_id]
-                    raise SessionConflict(
-                        f"append seq mismatch for session {session_id!r}: it was created and "
-                        f"written by another writer (expected {row[0]} at index 0, got {batch[0].seq})",
-                        expected=int(row[0]),
-                        got=batch[0].seq,
-                    )
-                else:
-                    expected = int(row[0])
-                check_batch(session_id, expected, batch)
-                if pending is not None:
-                    self._insert_session(conn, key, pending)
-                conn.executemany(_INSERT_EVENT, rows)
-                title = title_seq(batch)
-                conn.execute(
-                    "UPDATE sessions SET length = ?, last_time = ?, title_seq = coalesce(?, title_seq) "
-                    "WHERE id = ?",
-                    (expected + len(batch), batch[-1].time, title, key),
-                )
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as error:
-            raise PersistenceFailed(
-                f"append to session {session_id!r} in {self._path} failed, nothing written: "
-                f"{_described(error)}"
-            ) from error
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            self._commit_failed(session_id, expected + len(batch), rows, error)
-        if pending is not None:
-            del self._pending[session_id]
+        what = f"append to session {session_id!r} in {self._path}"
+        with sqlite_errors("write", f"{what} failed, nothing written"), transaction(conn, commits=False):
+            self._claims.check(session_id, self._writer)
+            row = conn.execute(_LENGTH, (key,)).fetchone()
+            if row is None:
+                if pending is None:
+                    raise no_session(session_id)
+                expected = 0
+            elif pending is not None:
+                raise self._pending.lapsed(session_id, int(row[0]), batch[0].seq)
+            else:
+                expected = int(row[0])
+            check_batch(session_id, expected, batch)
+            if pending is not None:
+                self._insert_session(conn, key, pending)
+            conn.executemany(_INSERT_EVENT, rows)
+            conn.execute(
+                "UPDATE sessions SET length = ?, last_time = ?, title_seq = coalesce(?, title_seq) "
+                "WHERE id = ?",
+                (expected + len(batch), batch[-1].time, title_seq(batch), key),
+            )
 
-    def _commit_failed(self, session_id: str, length: int, rows: list[_Row], error: sqlite3.Error) -> None:
-        """A failed ``COMMIT``: return if this connection sees the batch committed, else raise
-        ``OutcomeUnknown`` (see the module notes)."""
-        conn = self._db
-        try:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            seen = self._length(session_id) == length and conn.execute(
-                "SELECT line FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq",
-                (rows[0][0], rows[0][1]),
+        def landed() -> bool:  # this connection sees the batch committed (see the module notes)
+            return self._length(session_id) == expected + len(batch) and conn.execute(
+                "SELECT line FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq", (key, rows[0][1])
             ).fetchall() == [(row[4],) for row in rows]
-        except (sqlite3.Error, StorageError) as again:
-            raise OutcomeUnknown(
-                f"append to session {session_id!r} in {self._path}: the commit failed ({_described(error)}) "
-                f"and reading the session back failed ({again}); outcome unknown"
-            ) from error
-        if seen:
-            return  # committed and synced; only a step after the commit failed
-        raise OutcomeUnknown(
-            f"append to session {session_id!r} in {self._path}: the commit failed ({_described(error)}); "
+
+        after = (
             "outcome unknown: the write-ahead log may hold the batch, which a crash recovery "
             "would adopt; the next attempt writes it again"
-        ) from error
+        )
+        commit(conn, what, after, landed)
+        if pending is not None:
+            self._pending.pop(session_id, None)
 
     @staticmethod
     def _insert_session(conn: sqlite3.Connection, key: _Key, header: SessionHeader) -> None:
@@ -541,26 +442,13 @@ class SqliteBackend(ThreadedDatabase):
     ) -> tuple[SessionHeader, int, list[Any]]:
         """The header, the recorded length and the rows ``select`` fetches, from one snapshot
         (no ``select``: the session row ``(header, length)`` as the only row)."""
-        conn = self._db
         key = _sql_text(session_id)
-        try:
-            conn.execute("BEGIN")
-            try:
-                row = conn.execute("SELECT header, length FROM sessions WHERE id = ?", (key,)).fetchone()
-                if row is None:
-                    lines = []
-                elif select is None:
-                    lines = [row]
-                else:
-                    lines = conn.execute(select, (key,)).fetchall()
-            finally:
-                conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot read session {session_id!r} from {self._path}: {error}") from error
-        if row is None:
-            if session_id in self._pending:
-                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-            raise SessionNotFound(f"no session {session_id!r}")
+        what = f"cannot read session {session_id!r} from {self._path}"
+        with sqlite_errors("read", what), snapshot(self._db) as conn:
+            row = conn.execute("SELECT header, length FROM sessions WHERE id = ?", (key,)).fetchone()
+            if row is None:
+                raise self._pending.missing(session_id)
+            lines = [row] if select is None else conn.execute(select, (key,)).fetchall()
         header = self._header(session_id, row[0])
         length = row[1]
         return header, length if type(length) is int else -1, lines
@@ -569,26 +457,23 @@ class SqliteBackend(ThreadedDatabase):
         header, length, lines = self._read_rows(session_id)
         events = self._decode(session_id, lines)
         if len(events) != length:
-            raise self._corrupt(session_id, f"{length} events recorded but {len(events)} rows stored")
+            raise self._corrupt(session_id)(f"{length} events recorded but {len(events)} rows stored")
         if not events:
-            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise never_appended(session_id)
         return StoredLog(header, events)
 
     def _decode(self, session_id: str, lines: list[tuple[int, str]]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
+        corrupt = self._corrupt(session_id)
         with collector_paused():
             for seq, line in lines:
                 if seq != len(events):
-                    raise self._corrupt(
-                        session_id, f"seq gap in committed region: expected seq {len(events)}, found {seq}"
-                    )
-                events.extend(
-                    decode_row(line, seq, lambda detail: self._corrupt(session_id, detail), packed=True)
-                )
+                    raise corrupt(f"seq gap in committed region: expected seq {len(events)}, found {seq}")
+                events.extend(decode_row(line, seq, corrupt, packed=True))
         return events
 
     def _header(self, session_id: str, text: object) -> SessionHeader:
-        return header_from_text(session_id, text, lambda detail: self._corrupt(session_id, detail))
+        return header_from_text(session_id, text, self._corrupt(session_id))
 
     # -- repair, length, list ---------------------------------------------------
 
@@ -610,7 +495,7 @@ class SqliteBackend(ThreadedDatabase):
             key=_sql_text(session_id),
             where=str(self._path),
             connection=lambda: self._db,
-            pending=lambda wanted: wanted in self._pending,
+            pending=self._pending.__contains__,
             run=self._run,
         )
 
@@ -620,57 +505,30 @@ class SqliteBackend(ThreadedDatabase):
         return await self._run(self._stored_length, session_id)
 
     def _stored_length(self, session_id: str) -> int:
-        length = self._length(session_id)
-        if length is not None:
-            return length
-        if session_id in self._pending:
-            return 0
-        raise SessionNotFound(f"no session {session_id!r}")
+        return self._pending.length(session_id, self._length(session_id))
 
     def _list(self) -> list[SessionInfo]:
-        try:
+        with sqlite_errors("read", f"cannot list sessions in {self._path}"):
             rows = self._db.execute(
                 "SELECT s.id, s.header, s.length, s.last_time, e.line, s.created_at, s.cwd "
                 "FROM sessions AS s "
                 "LEFT JOIN events AS e ON e.session_id = s.id AND e.seq = s.title_seq "
                 "WHERE s.length > 0 ORDER BY s.created_at, s.id"
             ).fetchall()
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot list sessions in {self._path}: {error}") from error
-        location = str(self._path)
         out: list[SessionInfo] = []
         for key, header_text, length, last_time, title_line, created_at, cwd in rows:
             session_id = key if isinstance(key, str) else bytes(key).decode("utf-8", "surrogatepass")
-            title = title_from_line(title_line)
-            try:
-                header = self._header(session_id, header_text)
-            except StorageError as error:
-                # Listed with the reason, never dropped: its row columns are what is left.
-                out.append(
-                    SessionInfo(
-                        id=session_id,
-                        created_at=created_at if isinstance(created_at, int) else None,
-                        cwd=cwd if isinstance(cwd, str) else None,
-                        event_count=length,
-                        last_activity=last_time,
-                        title=title,
-                        location=location,
-                        problem=str(error),
-                    )
-                )
-                continue
-            out.append(
-                SessionInfo(
-                    id=header.id,
-                    created_at=header.created_at,
-                    cwd=header.cwd,
-                    event_count=length,
-                    last_activity=last_time,
-                    title=title,
-                    location=location,
-                    parent=header.parent_session,
-                )
+            info = listed(
+                session_id,
+                functools.partial(self._header, session_id, header_text),
+                event_count=length,
+                last_activity=last_time,
+                title=title_from_line(title_line),
+                location=str(self._path),
+                created_at=created_at if isinstance(created_at, int) else None,  # the row's: used when
+                cwd=cwd if isinstance(cwd, str) else None,  # the header does not read
             )
+            out.append(info)
         return out
 
     async def list(self) -> list[SessionInfo]:
@@ -694,21 +552,11 @@ class SqliteBackend(ThreadedDatabase):
     def _delete(self, session_id: str) -> None:
         conn = self._db
         key = _sql_text(session_id)
-        try:
+        what = f"deleting session {session_id!r} from {self._path} failed, nothing deleted"
+        with sqlite_errors("write", what):
             conn.execute("PRAGMA secure_delete = ON")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(conn):
                 self._claims.check(session_id, self._writer)
                 conn.execute("DELETE FROM events WHERE session_id = ?", (key,))
                 found = conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as error:
-            raise PersistenceFailed(
-                f"deleting session {session_id!r} from {self._path} failed, nothing deleted: {error}"
-            ) from error
-        if self._pending.pop(session_id, None) is None and not found:
-            raise SessionNotFound(f"no session {session_id!r}")
+        self._pending.deleted(session_id, found=found)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from harness.stores.backend import ReadProgress, StreamRejected
+from harness.stores.sqlite_errors import sqlite_errors
 
 __all__ = ["PAGE_ROWS", "FileId", "file_id", "keyed_rows", "stored_pages"]
 
@@ -56,7 +57,7 @@ def stored_pages(
     """
     if opened is None or file_id(path) != opened:
         raise StreamRejected("the database file is not the one the backend opened")
-    try:
+    with sqlite_errors("stream", "cannot open the database to stream it"):
         conn = sqlite3.connect(
             f"{path.as_uri()}?mode=ro",
             uri=True,
@@ -64,22 +65,19 @@ def stored_pages(
             isolation_level=None,
             check_same_thread=False,
         )
-    except sqlite3.Error as error:
-        raise StreamRejected(f"cannot open the database to stream it: {error}") from None
     try:
         if file_id(path) != opened:
             raise StreamRejected("the database file is not the one the backend opened")
-        conn.execute("PRAGMA query_only = ON")
-        conn.execute("PRAGMA trusted_schema = OFF")
-        conn.execute("BEGIN")
-        row = conn.execute(_SELECT_HEAD, (key,)).fetchone()
-        if row is None or (row[0], row[1]) != head:
-            raise StreamRejected("the session changed since its header was read")
-        cursor = conn.execute(_SELECT_ROWS, (key,))
-        while page := cursor.fetchmany(PAGE_ROWS):
-            yield page
-    except sqlite3.Error as error:
-        raise StreamRejected(f"reading the rows failed: {error}") from None
+        with sqlite_errors("stream", "reading the rows failed"):
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("PRAGMA trusted_schema = OFF")
+            conn.execute("BEGIN")
+            row = conn.execute(_SELECT_HEAD, (key,)).fetchone()
+            if row is None or (row[0], row[1]) != head:
+                raise StreamRejected("the session changed since its header was read")
+            cursor = conn.execute(_SELECT_ROWS, (key,))
+            while page := cursor.fetchmany(PAGE_ROWS):
+                yield page
     finally:
         conn.close()
 

@@ -18,9 +18,11 @@ import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final
 
-from harness.errors import CorruptSession, SessionDeleted, SessionNotFound, StorageError
+from harness.errors import SessionDeleted
 from harness.events.event import Event
+from harness.stores.base import corrupt, no_session
 from harness.stores.rows import row_events
+from harness.stores.sqlite_errors import snapshot, sqlite_errors
 
 __all__ = ["POLL_S", "tail_rows"]
 
@@ -54,36 +56,28 @@ def _read(
 ) -> tuple[int | None, list[Event]]:
     """The recorded length (None: no such session) and the events past the cursor."""
 
-    def corrupt(detail: str) -> CorruptSession:
-        return CorruptSession(f"stored session {session_id!r} is corrupt: {detail}", path=where)
-
-    try:
-        conn.execute("BEGIN")
-        try:
-            row = conn.execute(_LENGTH, (key,)).fetchone()
-            if row is None:
-                return None, []
-            length = int(row[0])
-            if length <= cursor.length and cursor.row >= 0:
-                return length, []
-            if cursor.row < 0:
-                start = conn.execute(_START, (key, from_seq)).fetchone()
-                cursor.row = cursor.seq = 0 if start is None or start[0] is None else int(start[0])
-            events: list[Event] = []
-            while cursor.seq < length:
-                rows = conn.execute(_ROWS, (key, cursor.row, _PAGE)).fetchall()
-                if not rows:
-                    raise corrupt(f"{length} events recorded, rows end at seq {cursor.seq}")
-                for seq, line in rows:
-                    if seq != cursor.seq:
-                        raise corrupt(f"a row at seq {seq} where {cursor.seq} was due")
-                    cursor.row = cursor.seq = row_events(line, seq, from_seq, corrupt, events)
-            cursor.length = length
-            return length, events
-        finally:
-            conn.execute("COMMIT")
-    except sqlite3.Error as error:
-        raise StorageError(f"tailing session {session_id!r} in {where} failed: {error}") from error
+    damaged = corrupt(session_id, where)
+    with sqlite_errors("read", f"tailing session {session_id!r} in {where} failed"), snapshot(conn):
+        row = conn.execute(_LENGTH, (key,)).fetchone()
+        if row is None:
+            return None, []
+        length = int(row[0])
+        if length <= cursor.length and cursor.row >= 0:
+            return length, []
+        if cursor.row < 0:
+            start = conn.execute(_START, (key, from_seq)).fetchone()
+            cursor.row = cursor.seq = 0 if start is None or start[0] is None else int(start[0])
+        events: list[Event] = []
+        while cursor.seq < length:
+            rows = conn.execute(_ROWS, (key, cursor.row, _PAGE)).fetchall()
+            if not rows:
+                raise damaged(f"{length} events recorded, rows end at seq {cursor.seq}")
+            for seq, line in rows:
+                if seq != cursor.seq:
+                    raise damaged(f"a row at seq {seq} where {cursor.seq} was due")
+                cursor.row = cursor.seq = row_events(line, seq, from_seq, damaged, events)
+        cursor.length = length
+        return length, events
 
 
 async def tail_rows(
@@ -111,7 +105,7 @@ async def tail_rows(
             if seen:
                 raise SessionDeleted(f"session {session_id!r} was deleted while it was tailed")
             if not pending(session_id):
-                raise SessionNotFound(f"no session {session_id!r}")
+                raise no_session(session_id)
         else:
             seen = True
         for event in events:

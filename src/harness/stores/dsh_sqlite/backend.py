@@ -32,27 +32,18 @@ One connection on one worker thread per backend, as ``SqliteBackend``.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from harness.errors import (
-    CorruptSession,
-    InvalidHeader,
-    InvalidSessionId,
-    OutcomeUnknown,
-    PersistenceFailed,
-    SessionConflict,
-    SessionExists,
-    SessionNotFound,
-    StorageError,
-)
+from harness.errors import InvalidHeader, InvalidSessionId, PersistenceFailed, SessionConflict, StorageError
 from harness.events.event import Event
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import SessionInfo, StoredLog, TornTail, check_batch
+from harness.stores.base import listed, no_session
 from harness.stores.dbthread import ThreadedDatabase
 from harness.stores.dsh_sqlite.codec import (
     MAX_PACKED_MEMBERS,
@@ -79,6 +70,7 @@ from harness.stores.dsh_sqlite.sessions import (
     text_of,
 )
 from harness.stores.ids import check_session_id
+from harness.stores.sqlite_errors import commit, snapshot, sqlite_errors, transaction
 
 __all__ = ["DshSqliteBackend"]
 
@@ -141,7 +133,6 @@ class DshSqliteBackend(ThreadedDatabase):
         self._path = Path(os.path.abspath(path))
         self._journal: JournalMode = journal_mode
         self._busy_timeout = busy_timeout
-        self._pending: dict[str, SessionHeader] = {}
         self._store: str = ""
         self._start("harness-dsh-sqlite")
 
@@ -157,12 +148,6 @@ class DshSqliteBackend(ThreadedDatabase):
         birth = getattr(info, "st_birthtime_ns", 0)
         self._store = f"file:{info.st_dev}:{info.st_ino}:{birth}:store:{store_id}"
         self._conn = conn
-
-    def _corrupt(self, session_id: str) -> Callable[[str], CorruptSession]:
-        def make(detail: str) -> CorruptSession:
-            return CorruptSession(f"stored session {session_id!r} is corrupt: {detail}", path=str(self._path))
-
-        return make
 
     def _rows(self, sql: str, params: tuple[Any, ...], session_id: str) -> list[StoredRow]:
         corrupt = self._corrupt(session_id)
@@ -225,9 +210,7 @@ class DshSqliteBackend(ThreadedDatabase):
         await self._run(self._create, header)
 
     def _create(self, header: SessionHeader) -> None:
-        if header.id in self._pending or self._session_row(header.id) is not None:
-            raise SessionExists(f"session {header.id!r} already exists")
-        self._pending[header.id] = header
+        self._pending.reserve(header, stored=self._session_row(header.id) is not None)
 
     # -- append -------------------------------------------------------------------------
 
@@ -244,7 +227,7 @@ class DshSqliteBackend(ThreadedDatabase):
         pending = self._pending.get(session_id)
         if not batch:
             if pending is None and self._session_row(key) is None:
-                raise SessionNotFound(f"no session {session_id!r}")
+                raise no_session(session_id)
             return
 
         def body(conn: sqlite3.Connection) -> None:
@@ -257,15 +240,9 @@ class DshSqliteBackend(ThreadedDatabase):
                     )
                 expected = tail.events[-1]["seq"] + 1 if tail is not None and tail.events else 0
                 if pending is not None:
-                    del self._pending[session_id]  # another writer published the id first
-                    raise SessionConflict(
-                        f"append seq mismatch for session {session_id!r}: it was created and written "
-                        f"by another writer (expected {expected} at index 0, got {batch[0].seq})",
-                        expected=expected,
-                        got=batch[0].seq,
-                    )
+                    raise self._pending.lapsed(session_id, expected, batch[0].seq)
             elif pending is None:
-                raise SessionNotFound(f"no session {session_id!r}")
+                raise no_session(session_id)
             check_batch(session_id, expected, batch)
             if pending is not None:
                 conn.execute(UPSERT_SESSION, session_params(pending))
@@ -284,25 +261,15 @@ class DshSqliteBackend(ThreadedDatabase):
 
     read_exact = read
 
-    def _snapshot(self, session_id: str, key: str) -> tuple[tuple[Any, ...], list[StoredRow]]:
-        conn = self._db
-        try:
-            conn.execute("BEGIN")
-            try:
-                row = self._session_row(key)
-                rows = self._rows(_ROWS_FROM, (key, 0), session_id) if row is not None else []
-            finally:
-                conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot read session {session_id!r} from {self._path}: {error}") from error
-        if row is None:
-            if session_id in self._pending:
-                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-            raise SessionNotFound(f"no session {session_id!r}")
-        return row, rows
-
     def _read(self, session_id: str, key: str) -> StoredLog:
-        row, rows = self._snapshot(session_id, key)
+        with (
+            sqlite_errors("read", f"cannot read session {session_id!r} from {self._path}"),
+            snapshot(self._db),
+        ):
+            row = self._session_row(key)
+            if row is None:
+                raise self._pending.missing(session_id)
+            rows = self._rows(_ROWS_FROM, (key, 0), session_id)
         header = self._header(session_id, row)
         found = scan(rows, self._corrupt(session_id))
         torn = None
@@ -328,7 +295,7 @@ class DshSqliteBackend(ThreadedDatabase):
 
         def body(conn: sqlite3.Connection) -> None:
             if self._session_row(key) is None:
-                raise SessionNotFound(f"no session {session_id!r}")
+                raise no_session(session_id)
             current = scan(self._rows(_ROWS_FROM, (key, 0), session_id), self._corrupt(session_id))
             if torn is not None:
                 if current.torn_from != torn.committed_offset:
@@ -376,25 +343,10 @@ class DshSqliteBackend(ThreadedDatabase):
         """``body`` inside one ``BEGIN IMMEDIATE`` transaction, the file's identity checked
         again first. An error before the commit rolls back (``PersistenceFailed``: ``failed``,
         nothing changed); a failed commit is ``OutcomeUnknown`` (``unknown``, then ``after``)."""
-        conn = self._db
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                check_identity_for_write(conn, str(self._path))
-                result = body(conn)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as error:
-            raise PersistenceFailed(f"{failed}: {error}") from error
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            raise OutcomeUnknown(f"{unknown}: the commit failed ({error}); {after}") from error
+        with sqlite_errors("write", failed), transaction(self._db, commits=False) as conn:
+            check_identity_for_write(conn, str(self._path))
+            result = body(conn)
+        commit(conn, unknown, after)
         return result
 
     async def delete(self, session_id: str) -> None:
@@ -412,18 +364,15 @@ class DshSqliteBackend(ThreadedDatabase):
             return conn.execute("DELETE FROM sessions WHERE id = ?", (key,)).rowcount > 0
 
         failed = f"deleting session {session_id!r} from {self._path} failed, nothing deleted"
-        try:
+        with sqlite_errors("write", failed):
             self._db.execute("PRAGMA secure_delete = ON")  # not inside a transaction
-        except sqlite3.Error as error:
-            raise PersistenceFailed(f"{failed}: {error}") from error
         found = self._immediate(
             step,
             failed=failed,
             unknown=f"deleting session {session_id!r} from {self._path}",
             after="outcome unknown",
         )
-        if self._pending.pop(session_id, None) is None and not found:
-            raise SessionNotFound(f"no session {session_id!r}")
+        self._pending.deleted(session_id, found=found)
 
     async def stored_length(self, session_id: str) -> int:
         """The committed event count (0 for a created, never-appended session)."""
@@ -431,11 +380,8 @@ class DshSqliteBackend(ThreadedDatabase):
         return await self._run(self._stored_length, session_id, key)
 
     def _stored_length(self, session_id: str, key: str) -> int:
-        if self._session_row(key) is None:
-            if session_id in self._pending:
-                return 0
-            raise SessionNotFound(f"no session {session_id!r}")
-        return self._tail(session_id, key).length
+        stored = self._tail(session_id, key).length if self._session_row(key) is not None else None
+        return self._pending.length(session_id, stored)
 
     async def revision(self, session_id: str) -> str:
         """dsh's change token of a stored session: it changes with every append and repair."""
@@ -445,7 +391,7 @@ class DshSqliteBackend(ThreadedDatabase):
     def _revision(self, session_id: str, key: str) -> str:
         row = self._session_row(key)
         if row is None:
-            raise SessionNotFound(f"no session {session_id!r}")
+            raise no_session(session_id)
         self._header(session_id, row)
         return f"{self._store}:incarnation:{text_of(row[9])}:revision:{row[10]}"
 
@@ -462,44 +408,33 @@ class DshSqliteBackend(ThreadedDatabase):
         return None
 
     def _list(self) -> list[SessionInfo]:
-        try:
+        with sqlite_errors("read", f"cannot list sessions in {self._path}"):
             rows = self._db.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, id"
             ).fetchall()
-        except sqlite3.Error as error:
-            raise StorageError(f"cannot list sessions in {self._path}: {error}") from error
-        location = str(self._path)
         out: list[SessionInfo] = []
         for row in rows:
             session_id = text_of(row[0]) or bytes(row[0]).decode("utf-8", "replace")
-            problem: str | None = None
-            created_at = row[2] if type(row[2]) is int else None
-            cwd, parent = text_of(row[3]), text_of(row[4])
-            length, last, title = 0, None, None
-            try:
-                header = self._header(session_id, row)
-                created_at, cwd, parent = header.created_at, header.cwd, header.parent_session
-            except StorageError as error:
-                problem = str(error)
+            length, last, title, problem = 0, None, None, None
             try:
                 tail = self._tail(session_id, session_id)
                 length, last = tail.length, tail.time
                 title = self._title(session_id, session_id, length)
             except StorageError as error:
-                problem = problem or str(error)
-            out.append(
-                SessionInfo(
-                    id=session_id,
-                    created_at=created_at,
-                    cwd=cwd,
-                    event_count=length,
-                    last_activity=last,
-                    title=title,
-                    location=location,
-                    problem=problem,
-                    parent=parent,
-                )
+                problem = str(error)
+            info = listed(
+                session_id,
+                functools.partial(self._header, session_id, row),
+                event_count=length,
+                last_activity=last,
+                title=title,
+                location=str(self._path),
+                created_at=row[2] if type(row[2]) is int else None,  # the row's: used when the
+                cwd=text_of(row[3]),  # header does not read
+                parent=text_of(row[4]),
+                problem=problem,  # the header's problem comes first
             )
+            out.append(info)
         return out
 
     async def list(self) -> list[SessionInfo]:

@@ -27,6 +27,7 @@ from typing import Any, Final, Literal
 
 from harness.errors import PersistenceFailed, UnsafeStorage, UnsupportedFormat
 from harness.events.json import MAX_SAFE_INTEGER
+from harness.stores.sqlite_errors import retry_locked, sqlite_errors, transaction
 
 __all__ = [
     "APPLICATION_ID",
@@ -83,9 +84,6 @@ _SCHEMA_OBJECTS: Final = (
 UUID_RE: Final = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", re.I
 )
-_BUSY: Final = 5
-_NOT_A_DATABASE: Final = 26
-_JOURNAL_RETRY_S: Final = 0.01
 
 
 def check_parent(path: Path) -> None:
@@ -170,8 +168,7 @@ def check_identity_for_write(conn: sqlite3.Connection, where: str) -> None:
 def _claim(conn: sqlite3.Connection, where: str) -> None:
     """dsh's ``configureDatabase``: check the identity, initialize a pristine file."""
     conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]
         objects = conn.execute(
@@ -202,22 +199,12 @@ def _claim(conn: sqlite3.Connection, where: str) -> None:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         check_schema(conn, where)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _select_journal(conn: sqlite3.Connection, mode: JournalMode, deadline: float, where: str) -> None:
-    while True:
-        try:
-            selected = conn.execute(f"PRAGMA journal_mode = {mode.upper()}").fetchone()[0]
-            break
-        except sqlite3.OperationalError as error:
-            if getattr(error, "sqlite_errorcode", None) != _BUSY or time.monotonic() >= deadline:
-                raise
-            time.sleep(_JOURNAL_RETRY_S)
+    selected = retry_locked(
+        lambda: conn.execute(f"PRAGMA journal_mode = {mode.upper()}").fetchone()[0], deadline
+    )
     text = selected.decode() if isinstance(selected, bytes) else str(selected)
     if text.lower() != mode:
         raise PersistenceFailed(
@@ -250,34 +237,27 @@ def open_database(
     except OSError as error:
         raise PersistenceFailed(f"cannot create the session database {where}: {error}") from error
     check_database_file(path)
-    try:
+    with sqlite_errors("open", where):
         conn = connect(path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=True)
-    except sqlite3.Error as error:
-        raise PersistenceFailed(f"cannot open the session database {where}: {error}") from error
-    try:
-        conn.text_factory = bytes
-        conn.execute("PRAGMA trusted_schema = OFF")
-        _read_back(conn, "trusted_schema", 0, where)
-        conn.execute("PRAGMA mmap_size = 0")
-        _read_back(conn, "mmap_size", 0, where)
-        _claim(conn, where)
-        _select_journal(conn, journal_mode, deadline, where)
-        conn.execute("PRAGMA synchronous = FULL")
-        _read_back(conn, "synchronous", 2, where)
-        row = conn.execute("SELECT store_id FROM persistence_state WHERE singleton = 1").fetchone()
-        store_id = (
-            row[0].decode("utf-8", "replace") if row is not None and isinstance(row[0], bytes) else None
-        )
-        if store_id is None or not UUID_RE.match(store_id):
-            raise UnsupportedFormat(f"session database at {where!r} has no valid store identity")
-    except sqlite3.DatabaseError as error:
-        conn.close()
-        if getattr(error, "sqlite_errorcode", None) == _NOT_A_DATABASE:
-            raise UnsupportedFormat(f"{where} is not an SQLite database: {error}") from error
-        raise PersistenceFailed(f"cannot open the session database {where}: {error}") from error
-    except BaseException:
-        conn.close()
-        raise
+        try:
+            conn.text_factory = bytes
+            conn.execute("PRAGMA trusted_schema = OFF")
+            _read_back(conn, "trusted_schema", 0, where)
+            conn.execute("PRAGMA mmap_size = 0")
+            _read_back(conn, "mmap_size", 0, where)
+            _claim(conn, where)
+            _select_journal(conn, journal_mode, deadline, where)
+            conn.execute("PRAGMA synchronous = FULL")
+            _read_back(conn, "synchronous", 2, where)
+            row = conn.execute("SELECT store_id FROM persistence_state WHERE singleton = 1").fetchone()
+            store_id = (
+                row[0].decode("utf-8", "replace") if row is not None and isinstance(row[0], bytes) else None
+            )
+            if store_id is None or not UUID_RE.match(store_id):
+                raise UnsupportedFormat(f"session database at {where!r} has no valid store identity")
+        except BaseException:
+            conn.close()
+            raise
     return conn, store_id
 
 

@@ -65,6 +65,7 @@ from harness.events.json import dumps
 from harness.events.packed import pack_rows
 from harness.session.header import SessionHeader, validate_header
 from harness.stores.backend import ReadProgress, SessionInfo, StoredLog, TornTail, WireStream, check_batch
+from harness.stores.base import never_appended, taken_first
 from harness.stores.ids import check_session_id
 from harness.stores.jsonl.cursor import Cursor, Unknown, io_error, linked, resync, unknown_error
 from harness.stores.jsonl.fileio import FileOps, write_all
@@ -287,12 +288,7 @@ class JsonlBackend:
                 if self._cursors.get(session_id) is cursor:
                     del self._cursors[session_id]
         stored = await self._cursor(session_id)
-        raise SessionConflict(
-            f"append seq mismatch for session {session_id!r}: it was created and written by "
-            f"another writer (expected {stored.length} at index 0, got {batch[0].seq})",
-            expected=stored.length,
-            got=batch[0].seq,
-        )
+        raise taken_first(session_id, stored.length, batch[0].seq)
 
     def _make_dir(self, path: str) -> None:
         """Create ``path`` (0700) and any missing parents, then fsync the parent."""
@@ -429,15 +425,21 @@ class JsonlBackend:
 
     # ---- read / repair ----------------------------------------------------------------
 
-    async def read(self, session_id: str) -> StoredLog:
-        """The log as a ``WireStream`` when it opens cleanly (events decoded as the
-        store validates them), else the exact read (see ``read_exact``)."""
+    async def _readable(self, session_id: str) -> Cursor | None:
+        """The cursor of a session to read (``None``: not known here yet), settled; a session
+        created here and not yet appended to is ``SessionNotFound``."""
         cursor = self._cursors.get(session_id)
         if cursor is not None and cursor.unknown is not None:
             cursor = await self._settled(session_id)
         if cursor is not None and not cursor.published:
-            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise never_appended(session_id)
         check_session_id(session_id)
+        return cursor
+
+    async def read(self, session_id: str) -> StoredLog:
+        """The log as a ``WireStream`` when it opens cleanly (events decoded as the
+        store validates them), else the exact read (see ``read_exact``)."""
+        cursor = await self._readable(session_id)
         if cursor is None or cursor.scan is None:
             try:
                 opened = await self._run(self._open_stream, session_id)
@@ -491,12 +493,7 @@ class JsonlBackend:
 
     async def read_exact(self, session_id: str) -> StoredLog:
         """The whole committed log decoded, with a torn tail found and reported."""
-        cursor = self._cursors.get(session_id)
-        if cursor is not None and cursor.unknown is not None:
-            cursor = await self._settled(session_id)
-        if cursor is not None and not cursor.published:
-            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-        check_session_id(session_id)
+        cursor = await self._readable(session_id)
         if cursor is None:
             scan = await self._run(self._read_sync, session_id)
             cursor = self._cursors.get(session_id)

@@ -52,6 +52,7 @@ Decisions:
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -72,7 +73,6 @@ from harness.errors import (
     OutcomeUnknown,
     PersistenceFailed,
     SessionConflict,
-    SessionExists,
     SessionNotFound,
     SessionOwner,
     StorageError,
@@ -88,6 +88,7 @@ from harness.stores.backend import (
     WireStream,
     check_batch,
 )
+from harness.stores.base import Reservations, closed, corrupt, listed, never_appended
 from harness.stores.ids import check_session_id
 from harness.stores.leases import Lease
 from harness.stores.ownership import Claim, in_use, lost
@@ -203,7 +204,7 @@ class PostgresBackend:
         self._pool: AsyncConnectionPool[Connection] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
-        self._pending: dict[str, SessionHeader] = {}
+        self._pending = Reservations()
         self._leases = LeaseKeeper(self._q, self._run_for_keeper)
         self._closed = False
 
@@ -226,7 +227,7 @@ class PostgresBackend:
         """The pool, opened (and the schema prepared) on first use in this event loop. A failure
         to connect is ``PersistenceFailed`` for a write (nothing was written), else ``StorageError``."""
         if self._closed:
-            raise StorageError(f"{self!r} is closed")
+            raise closed(self)
         loop = asyncio.get_running_loop()
         if self._pool is not None and self._loop is loop:
             return self._pool
@@ -364,9 +365,7 @@ class PostgresBackend:
         """Reserve ``header.id``; the session is written by its first append."""
         check_session_id(header.id)
         header = validate_header(header)
-        if header.id in self._pending or await self._length(header.id) is not None:
-            raise SessionExists(f"session {header.id!r} already exists")
-        self._pending[header.id] = header
+        self._pending.reserve(header, stored=await self._length(header.id) is not None)
 
     async def _length(self, session_id: str) -> int | None:
         async def query(conn: Connection) -> int | None:
@@ -430,9 +429,7 @@ class PostgresBackend:
             raise
         except SessionConflict as conflict:
             if conflict.expected:
-                # Another writer published this id first: the reservation lapses, and the
-                # caller may go on from the stored length like any other writer.
-                self._pending.pop(session_id, None)
+                self._pending.pop(session_id, None)  # another writer published this id first
             raise
         if length != first + len(events):
             raise PersistenceFailed(
@@ -475,9 +472,7 @@ class PostgresBackend:
 
         found = await self._run(query, "reading", session_id, False)
         if found is None:
-            if session_id in self._pending:
-                raise SessionNotFound(f"session {session_id!r} was created but never appended to")
-            raise SessionNotFound(f"no session {session_id!r}")
+            raise self._pending.missing(session_id)
         return found
 
     async def read(self, session_id: str) -> StoredLog:
@@ -511,16 +506,14 @@ class PostgresBackend:
         header = codec.decode_header(session_id, header_text, self._where)
         stored = sum(line is not None for line in lines)
         if stored != length:
-            raise codec.corrupt(session_id, self._where, f"{length} events recorded but {stored} rows stored")
+            raise corrupt(session_id, self._where)(f"{length} events recorded but {stored} rows stored")
         missing = next((seq for seq, line in enumerate(lines) if line is None), None)
         if missing is not None:
-            raise codec.corrupt(
-                session_id, self._where, f"seq gap in committed region: no row for seq {missing}"
-            )
+            raise corrupt(session_id, self._where)(f"seq gap in committed region: no row for seq {missing}")
         events = codec.decode_lines(session_id, lines, self._where)  # type: ignore[arg-type]
         del lines
         if not events:
-            raise SessionNotFound(f"session {session_id!r} was created but never appended to")
+            raise never_appended(session_id)
         return StoredLog(header, events)
 
     # -- repair, length, list -----------------------------------------------------------
@@ -532,12 +525,7 @@ class PostgresBackend:
     async def stored_length(self, session_id: str) -> int:
         """The committed event count (0 for a created, never-appended session)."""
         check_session_id(session_id)
-        length = await self._length(session_id)
-        if length is not None:
-            return length
-        if session_id in self._pending:
-            return 0
-        raise SessionNotFound(f"no session {session_id!r}")
+        return self._pending.length(session_id, await self._length(session_id))
 
     async def list(self) -> list[SessionInfo]:
         """Every session with at least one event, oldest first (from the session rows and
@@ -552,36 +540,17 @@ class PostgresBackend:
             raw = _loads_or_none(header_text)
             # The header's own id (a text column cannot hold every id; the header line can).
             session_id = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else row_id
-            title = title_from_line(title_line)
-            try:
-                header = codec.decode_header(str(session_id), header_text, self._where)
-            except StorageError as error:
-                # Listed with the reason, never dropped: its row columns are what is left.
-                out.append(
-                    SessionInfo(
-                        id=str(session_id),
-                        created_at=None if created_at is None else int(created_at),
-                        cwd=cwd if isinstance(cwd, str) else None,
-                        event_count=int(length),
-                        last_activity=None if last_time is None else int(last_time),
-                        title=title,
-                        location=self._where,
-                        problem=str(error),
-                    )
-                )
-                continue
-            out.append(
-                SessionInfo(
-                    id=header.id,
-                    created_at=header.created_at,
-                    cwd=header.cwd,
-                    event_count=int(length),
-                    last_activity=None if last_time is None else int(last_time),
-                    title=title,
-                    location=self._where,
-                    parent=header.parent_session,
-                )
+            info = listed(
+                str(session_id),
+                functools.partial(codec.decode_header, str(session_id), header_text, self._where),
+                event_count=int(length),
+                last_activity=None if last_time is None else int(last_time),
+                title=title_from_line(title_line),
+                location=self._where,
+                created_at=None if created_at is None else int(created_at),  # the row's: used when
+                cwd=cwd if isinstance(cwd, str) else None,  # the header does not read
             )
+            out.append(info)
         return out
 
     # -- delete ---------------------------------------------------------------------------
@@ -622,8 +591,7 @@ class PostgresBackend:
             )
         if outcome == "deleted":
             self._leases.forget(session_id)  # the transaction expired the row with the session
-        if self._pending.pop(session_id, None) is None and outcome == "missing":
-            raise SessionNotFound(f"no session {session_id!r}")
+        self._pending.deleted(session_id, found=outcome != "missing")
 
     # -- ownership: a session's owner holds its fenced lease ------------------------------
 
@@ -701,7 +669,7 @@ class PostgresBackend:
         if not isinstance(from_seq, int) or from_seq < 0:
             raise ValueError(f"from_seq must be a non-negative integer, got {from_seq!r}")
         if self._closed:
-            raise StorageError(f"{self!r} is closed")
+            raise closed(self)
         return tail_session(
             dsn=self._dsn,
             connect_kwargs={**self._connect_kwargs, "application_name": f"{self._app_name}-tail"},

@@ -17,16 +17,15 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from harness.errors import CorruptSession
 from harness.events.collector import collector_paused
 from harness.events.event import Event
 from harness.events.json import dumps, loads
 from harness.session.header import SessionHeader
+from harness.stores.base import corrupt
 from harness.stores.rows import decode_row, header_from_text, title_seq
 from harness.stores.rows import event_from_wire as wire_event
 
 __all__ = [
-    "corrupt",
     "db_text",
     "decode_header",
     "decode_lines",
@@ -64,15 +63,10 @@ def encode_header(header: SessionHeader) -> str:
     return dumps(header.to_json(line=True)).decode("utf-8")
 
 
-def corrupt(session_id: str, where: str, detail: str) -> CorruptSession:
-    """A ``CorruptSession`` naming the session and the schema it was read from."""
-    return CorruptSession(f"stored session {session_id!r} is corrupt: {detail}", path=where)
-
-
 def decode_header(session_id: str, text: object, where: str) -> SessionHeader:
     """Validate a stored header line: ``UnsupportedFormat`` for a foreign version (checked
     first), ``CorruptSession`` for anything else wrong."""
-    return header_from_text(session_id, text, lambda detail: corrupt(session_id, where, detail))
+    return header_from_text(session_id, text, corrupt(session_id, where))
 
 
 def decode_lines(
@@ -80,13 +74,14 @@ def decode_lines(
 ) -> list[dict[str, Any]]:
     """Decode stored lines in seq order; each must be an object carrying its position's seq."""
     events: list[dict[str, Any]] = []
+    damaged = corrupt(session_id, where)
     with collector_paused():
         for seq, line in enumerate(lines, first_seq):
-            events.extend(decode_row(line, seq, lambda detail: corrupt(session_id, where, detail)))
+            events.extend(decode_row(line, seq, damaged))
     return events
 
 
 def event_from_wire(session_id: str, obj: dict[str, Any], where: str) -> Event:
     """An ``Event`` from a committed wire object (``rows.event_from_wire``), its damage
     named as this schema's."""
-    return wire_event(obj, lambda detail: corrupt(session_id, where, detail))
+    return wire_event(obj, corrupt(session_id, where))

@@ -32,7 +32,8 @@ from psycopg import sql
 
 from harness.errors import SessionDeleted, SessionNotFound, StorageError
 from harness.events.event import Event
-from harness.stores.postgres.codec import corrupt, db_text, event_from_wire, notify_channel
+from harness.stores.base import corrupt
+from harness.stores.postgres.codec import db_text, event_from_wire, notify_channel
 from harness.stores.postgres.conninfo import scrub, where
 from harness.stores.postgres.errors import is_connection_error
 from harness.stores.postgres.poollog import one_line
@@ -103,9 +104,7 @@ async def tail_session(
                     woken = False
                     seen = seen or bool(page)
                     for (line,) in page:
-                        (obj,) = decode_row(
-                            line, cursor, lambda detail: corrupt(session_id, location, detail)
-                        )
+                        (obj,) = decode_row(line, cursor, corrupt(session_id, location))
                         event = event_from_wire(session_id, obj, location)
                         yield event
                         cursor += 1
