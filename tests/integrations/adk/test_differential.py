@@ -4,7 +4,6 @@ JSONL root, an SQLite file, PostgreSQL); the two must observe exactly the same r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +12,6 @@ import pytest
 from harness.testing.samples import run
 from tests.integrations.adk.scenarios import SCENARIOS, Seen
 from tests.integrations.adk.support import BACKENDS, service_on
-from tests.stores.pg import backend_schema
-
-
-@pytest.fixture
-def pg_schema(request: pytest.FixtureRequest) -> Iterator[tuple[str, str] | None]:
-    yield from backend_schema(request, "adk")
 
 
 async def _observe(name: str, kind: str, tmp: Path, pg: tuple[str, str] | None) -> list[tuple[str, Any]]:

@@ -4,6 +4,7 @@ every event, shared state repaired after a crash between two writes, bad state r
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -227,5 +228,34 @@ def test_a_failed_write_is_reported_and_a_retry_stores_the_event_once(after_writ
         assert stored is not None and [e.id for e in stored.events] == ["e1"]  # never twice
         await service.close()
         await store.close()
+
+    run(go())
+
+
+@pytest.mark.parametrize("backend", ["memory", "jsonl", "sqlite", "postgres"])
+def test_two_copies_of_one_revision_appended_at_once_one_wins_one_is_stale(
+    backend: str, tmp_path: Path, pg_schema: tuple[str, str] | None
+) -> None:
+    """``asyncio.gather`` of two appends from copies of the same revision: the check, the append
+    and its flush run as one per session, so the second sees the first's event and is refused."""
+    from tests.integrations.adk.support import service_on
+
+    async def go() -> None:
+        async with service_on(backend, tmp_path, pg_schema) as service:
+            await service.create_session(app_name="a", user_id="u", session_id="s")
+            copies = [await service.get_session(app_name="a", user_id="u", session_id="s") for _ in range(3)]
+            outcomes = await asyncio.gather(
+                *(
+                    service.append_event(copy, text("user", name, at=1.0, event_id=name))
+                    for copy, name in zip(copies, ("A", "B", "C"), strict=True)
+                    if copy is not None
+                ),
+                return_exceptions=True,
+            )
+            won = [o for o in outcomes if isinstance(o, Event)]
+            stale = [o for o in outcomes if isinstance(o, AdkStaleSessionError)]
+            assert len(won) == 1 and len(stale) == 2, outcomes
+            stored = await service.get_session(app_name="a", user_id="u", session_id="s")
+            assert stored is not None and [e.id for e in stored.events] == [won[0].id]
 
     run(go())

@@ -12,6 +12,7 @@ never a silent merge.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import weakref
@@ -86,6 +87,9 @@ class _Tracked:
 
 
 _TRACKED: weakref.WeakKeyDictionary[SessionStore, dict[str, _Tracked]] = weakref.WeakKeyDictionary()
+_APPENDING: weakref.WeakKeyDictionary[SessionStore, dict[str, asyncio.Lock]] = weakref.WeakKeyDictionary()
+"""One lock per session log and store: the stale check, the append and its flush run as one,
+so two copies of one revision appended at once cannot both pass the check."""
 """The sessions appended to through each store, shared by every service on that store (the
 store's live sessions are one per id, so what indexes them must be too)."""
 
@@ -140,6 +144,7 @@ class HarnessSessionService(BaseSessionService):
         self.store = store
         self._shared = SharedState.of(store)
         self._tracked = _TRACKED.setdefault(store, {})
+        self._appending = _APPENDING.setdefault(store, {})
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -311,6 +316,12 @@ class HarnessSessionService(BaseSessionService):
         if event.partial:
             return event
         log_id = session_log_id(session.app_name, session.user_id, session.id)
+        lock = self._appending.setdefault(log_id, asyncio.Lock())
+        async with lock:  # the check, the append and its flush: one at a time per session
+            return await self._append(session, event, log_id)
+
+    async def _append(self, session: AdkSession, event: AdkEvent, log_id: str) -> AdkEvent:
+        """``append_event`` under the session's lock."""
         tracked = await self._writable(log_id, session.id)
         if event.id and any(
             wire_of(tracked.session.events[seq]) == event.model_dump(mode="json", exclude_none=True)
