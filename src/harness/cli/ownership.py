@@ -8,9 +8,7 @@ unless ``--wait SECONDS`` waits for it or ``--take-over`` fences it off.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import time
 from typing import Annotated
 
 import typer
@@ -60,16 +58,9 @@ WaitOption = Annotated[
 
 
 async def load_owned(store: SessionStore, session_id: str, *, take_over: bool, wait: float | None) -> Session:
-    """``store.load`` as a command does it: with ``wait``, a session in use is tried again
-    every 0.2 s until the owner lets it go or the time is up (then ``SessionInUse``)."""
-    deadline = time.monotonic() + (wait or 0.0)
-    while True:
-        try:
-            return await store.load(session_id, take_over=take_over)
-        except SessionInUse:
-            if wait is None or time.monotonic() >= deadline:
-                raise
-        await asyncio.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
+    """``store.load`` as a command does it: with ``wait``, a session in use is asked for again
+    until the owner lets it go or the time is up (then ``SessionInUse``)."""
+    return await store.load(session_id, take_over=take_over, wait=wait or 0.0)
 
 
 def _who(owner: SessionOwner | None) -> str:

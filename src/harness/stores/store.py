@@ -17,7 +17,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import math
+import random
 import secrets
+import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -29,6 +32,7 @@ from harness.errors import (
     SessionDeleted,
     SessionExists,
     SessionHasForks,
+    SessionInUse,
     SessionNotFound,
     SessionOwner,
     StorageError,
@@ -60,6 +64,9 @@ from harness.stores.legacy import (
 )
 from harness.stores.ownership import Claim, new_owner, owner_gone_note, writing_as
 from harness.stores.writebehind import DEFAULT_WINDOW_S, WriteBehind
+
+_FIRST_PAUSE_S = 0.005  # waiting for an owner: the first pause, doubled up to the last
+_LAST_PAUSE_S = 0.2
 
 __all__ = ["Progress", "SessionStore", "restore_logged", "restore_stored", "restore_streamed"]
 
@@ -267,6 +274,22 @@ class SessionStore:
         self._claims[session_id] = claim.owner
         return claim
 
+    async def _claim_waiting(self, session_id: str, take_over: bool, wait: float) -> Claim:
+        """``_claim``, asked again while another live writer owns the session, up to ``wait`` s."""
+        if not (wait >= 0 and math.isfinite(wait)):
+            raise ValueError(f"wait must be a finite number of seconds >= 0, not {wait!r}")
+        deadline = time.monotonic() + wait
+        pause = _FIRST_PAUSE_S
+        while True:
+            try:
+                return await self._claim(session_id, take_over)
+            except SessionInUse:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+            await asyncio.sleep(min(pause, left) * random.uniform(0.5, 1.0))  # spread the askers
+            pause = min(pause * 2, _LAST_PAUSE_S)
+
     async def _unclaim(self, session_id: str) -> None:
         if self._claims.pop(session_id, None) is None:
             return
@@ -367,7 +390,12 @@ class SessionStore:
         )
 
     async def load(
-        self, session_id: str, *, take_over: bool = False, progress: Progress | None = None
+        self,
+        session_id: str,
+        *,
+        take_over: bool = False,
+        wait: float = 0.0,
+        progress: Progress | None = None,
     ) -> Session:
         """Take ownership of a stored session, commit its repair closers durably, return it live.
 
@@ -379,6 +407,8 @@ class SessionStore:
 
         A session already live in this store is flushed and returned as is, unless
         its turn is open (a live turn is never repaired): then ``StorageError``.
+        ``wait`` is how many seconds to wait for another live writer to let go (it is asked
+        again, more slowly as time passes) before ``SessionInUse``.
         ``progress`` is told how far the read has come (see ``Progress``).
         """
         self._check_open()
@@ -391,7 +421,7 @@ class SessionStore:
             return live.session
         if take_over:
             await self._backend.stored_length(session_id)  # nothing to take over: SessionNotFound
-        claim = await self._claim(session_id, take_over)
+        claim = await self._claim_waiting(session_id, take_over, wait)
         try:
             note = owner_gone_note(claim)
             session, closers, log = await self._restore(session_id, progress, repair_note=note)

@@ -210,6 +210,32 @@ class StoreContract:
 
         run(scenario())
 
+    def test_load_waits_for_the_owner_to_let_go_then_gives_up(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            first = SessionStore(self.make_backend(tmp_path))
+            session = await first.create(id="waited")
+            one_turn(session)
+            await first.flush(session)
+            second = SessionStore(self.second_backend(tmp_path, first.backend))
+            with pytest.raises(SessionInUse):  # held the whole time: refused after the wait
+                await second.load("waited", wait=0.05)
+            with pytest.raises(ValueError, match="wait"):
+                await second.load("waited", wait=-1)
+
+            async def let_go() -> None:
+                await asyncio.sleep(0.1)
+                one_turn(session, 2)
+                await first.release(session)
+
+            releasing = asyncio.ensure_future(let_go())
+            again = await second.load("waited", wait=30)  # comes as soon as the owner lets go
+            await releasing
+            assert wire(again)[: len(session.events)] == wire(session)
+            await second.close()
+            await first.close()
+
+        run(scenario())
+
     def test_take_over_fences_the_old_owner(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             first = SessionStore(self.make_backend(tmp_path), write_window_s=10)
