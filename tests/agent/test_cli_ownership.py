@@ -95,7 +95,7 @@ def turn_ends(session: Session) -> list[str]:
 
 def test_a_second_run_is_refused_while_the_first_streams(tmp_path: Path, workspace: Path) -> None:
     root = tmp_path / "sessions"
-    story = [f"part {i} " for i in range(16)]
+    story = [f"part {i} " for i in range(28)]  # 7 s: three CLI starts fit in it, even on a busy machine
     script = [Reply.text("hi"), Reply.text(story, delay_s=SLOW), Reply.text("4")]
     with FakeDeepSeek(script, api_key=KEY) as server:
         sid = first_session(root, server, workspace)
