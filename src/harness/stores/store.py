@@ -422,6 +422,10 @@ class SessionStore:
         if take_over:
             await self._backend.stored_length(session_id)  # nothing to take over: SessionNotFound
         claim = await self._claim_waiting(session_id, take_over, wait)
+        return await self._load_claimed(session_id, claim, progress)
+
+    async def _load_claimed(self, session_id: str, claim: Claim, progress: Progress | None) -> Session:
+        """``load`` once the claim is made: restore, commit the repair, attach (or let go)."""
         try:
             note = owner_gone_note(claim)
             session, closers, log = await self._restore(session_id, progress, repair_note=note)
@@ -432,6 +436,39 @@ class SessionStore:
             await self._unclaim(session_id)
             raise
         return self._attach(session, session.first_live_seq)
+
+    async def reclaim(self, session: Session, *, wait: float = 0.0) -> Session:
+        """Own again a session this store released: ``session`` itself, live once more, when
+        the stored log still holds exactly its events; otherwise (another writer appended, or
+        ``session`` holds events that were never stored) the stored session, loaded as
+        ``load`` does. ``wait`` as for ``load``. For a writer that owns a session only while
+        it works: nothing is read again, and no end-seed is added, while no one else wrote.
+        """
+        self._check_open()
+        live = self._live.get(session.id)
+        if live is not None:
+            if live.session is session:
+                return session
+            raise SessionExists(f"another session {session.id!r} is already live in this store")
+        claim = await self._claim_waiting(session.id, False, wait)
+        try:
+            unchanged = (
+                (claim.previous is None or claim.previous.store == self._id)  # no other owner since
+                and not _open_turn(session)
+                and await self._backend.stored_length(session.id) == len(session.events)
+            )
+        except BaseException:
+            await self._unclaim(session.id)
+            raise
+        if unchanged:
+            return self._attach(session, len(session.events))
+        return await self._load_claimed(session.id, claim, None)
+
+    async def stored_length(self, session_id: str) -> int:
+        """How many events of the session are stored (reads only; ``SessionNotFound``)."""
+        self._check_open()
+        check_session_id(session_id)
+        return await self._backend.stored_length(session_id)
 
     async def inspect(self, session_id: str, *, progress: Progress | None = None) -> Session:
         """A detached view of the session; writes nothing and needs no ownership.

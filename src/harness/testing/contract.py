@@ -236,6 +236,36 @@ class StoreContract:
 
         run(scenario())
 
+    def test_reclaim_reattaches_an_unchanged_session_and_loads_a_changed_one(self, tmp_path: Path) -> None:
+        async def scenario() -> None:
+            first = SessionStore(self.make_backend(tmp_path))
+            session = await first.create(id="shared")
+            one_turn(session)
+            await first.flush(session)
+            await first.release(session)
+            stored = len(session.events)
+            again = await first.reclaim(session)  # no one wrote: the same object, nothing added
+            assert again is session, "reclaimed by a new load"
+            assert len(session.events) == stored
+            one_turn(session, 2)
+            await first.release(session)  # flushes turn 2
+            assert await first.stored_length("shared") == len(session.events)
+            second = SessionStore(self.second_backend(tmp_path, first.backend))
+            other = await second.load("shared")
+            one_turn(other, 3)
+            await second.release(other)
+            fresh = await first.reclaim(session)  # another writer wrote: loaded afresh
+            assert fresh is not session
+            assert wire(fresh)[: len(other.events)] == wire(other)
+            assert fresh.events[-1].type == "session/end-seed"
+            session.append("todo/write", {"todos": []})  # never stored: a stale copy
+            await first.release(fresh)
+            assert await first.reclaim(session) is not session
+            await second.close()
+            await first.close()
+
+        run(scenario())
+
     def test_take_over_fences_the_old_owner(self, tmp_path: Path) -> None:
         async def scenario() -> None:
             first = SessionStore(self.make_backend(tmp_path), write_window_s=10)

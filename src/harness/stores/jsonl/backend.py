@@ -232,6 +232,8 @@ class JsonlBackend:
             assert scan.path is not None
             cursor = Cursor(scan.header, scan.path)
             cursor.adopt(scan)
+            with contextlib.suppress(OSError):  # the file read; a later check compares sizes
+                cursor.ino = os.stat(scan.path).st_ino
             self._cursors[session_id] = cursor
         return cursor
 
@@ -353,6 +355,8 @@ class JsonlBackend:
         cursor.published = True
         cursor.committed = len(data)
         cursor.length = length
+        with contextlib.suppress(OSError):
+            cursor.ino = os.stat(path).st_ino
 
     # ---- resync after a write of unknown outcome ----------------------------------------
 
@@ -419,6 +423,7 @@ class JsonlBackend:
                 raise io_error("appending to", path, error) from error
             cursor.committed = size + len(data)
             cursor.length = length
+            cursor.ino = os.fstat(fd).st_ino
         finally:
             with contextlib.suppress(OSError):
                 ops.close(fd)
@@ -655,8 +660,26 @@ class JsonlBackend:
         return tail_log(session_id, from_seq, find_log=find_log, pending=pending, run=self._run)
 
     async def stored_length(self, session_id: str) -> int:
-        """The committed event count; after a write of unknown outcome, learned from the file."""
-        return (await self._settled(session_id)).length
+        """The committed event count; after a write of unknown outcome, learned from the file.
+        A log another process wrote since this backend last saw it is read again."""
+        cursor = await self._settled(session_id)
+        async with cursor.lock:
+            unchanged = await self._run(self._unchanged_sync, cursor)
+        if not unchanged:
+            if self._cursors.get(session_id) is cursor:
+                del self._cursors[session_id]
+            cursor = await self._settled(session_id)
+        return cursor.length
+
+    def _unchanged_sync(self, cursor: Cursor) -> bool:
+        """True while the log file is the one this backend last wrote or read, at that size."""
+        if not cursor.published:
+            return True  # created here, nothing written yet: there is no file to compare
+        try:
+            stat = os.stat(cursor.path)
+        except OSError:
+            return False
+        return stat.st_size == cursor.committed and cursor.ino in (None, stat.st_ino)
 
     def _list_sync(self) -> list[SessionInfo]:
         self._check_root()

@@ -45,7 +45,18 @@ class Unknown:
 class Cursor:
     """What the backend knows of one session's log."""
 
-    __slots__ = ("committed", "header", "length", "lock", "path", "published", "scan", "unknown", "writer")
+    __slots__ = (
+        "committed",
+        "header",
+        "ino",
+        "length",
+        "lock",
+        "path",
+        "published",
+        "scan",
+        "unknown",
+        "writer",
+    )
 
     def __init__(self, header: SessionHeader, path: str) -> None:
         self.header = header
@@ -54,6 +65,7 @@ class Cursor:
         self.writer: str | None = None  # the store of the write under way (``writing_as``)
         self.length = 0  # committed events
         self.committed = 0  # byte size of the committed log; appends start here
+        self.ino: int | None = None  # the log file's inode when last seen (a new file: changed)
         self.scan: LogScan | None = None  # the last read, while it found a torn tail
         self.unknown: Unknown | None = None  # a failed write to resync from the file first
         self.lock = asyncio.Lock()
