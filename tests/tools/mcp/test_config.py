@@ -217,7 +217,7 @@ def test_reading_configs_and_records_loads_no_mcp_sdk() -> None:
     (which reads ``mcp/connect`` records) and the CLI's MCP options leave it alone."""
     code = (
         "import sys, harness, harness.recovery.world, harness.tools.mcp.config, harness.cli.mcp_commands\n"
-        "from harness import McpServerConfig, load_mcp_config\n"
+        "from harness.tools.mcp import McpServerConfig, load_mcp_config\n"
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))"
     )
     done = subprocess.run(
