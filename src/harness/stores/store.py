@@ -492,6 +492,11 @@ class SessionStore:
         self._check_open()
         return await self._backend.list()
 
+    def is_live(self, session: Session) -> bool:
+        """Whether ``session`` is live in this store (owned and persisted by it)."""
+        live = self._live.get(session.id)
+        return live is not None and live.session is session
+
     def _live_of(self, session: Session) -> _Live:
         live = self._live.get(session.id)
         if live is None or live.session is not session:

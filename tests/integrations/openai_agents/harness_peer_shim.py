@@ -59,20 +59,38 @@ class SimpleListSession(HarnessSession):
         # the SDK helper's opt-in for stores that reassign ids (the runner reads it)
         self._ignore_ids_for_matching = False
 
-    async def session(self, *, writing: bool = True) -> Session:
-        opened = self._session is None
-        session = await super().session(writing=writing)
-        if opened and self._history:
+    async def _seed(self) -> None:
+        if self._history:
             history, self._history = self._history, None
             await HarnessSession.add_items(self, history)  # as given, like the helper
-        return session
+
+    async def session(self, *, writing: bool = True) -> Session:
+        await self._seed()
+        return await super().session(writing=writing)
+
+    async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> Any:
+        await self._seed()
+        return await super().get_items(limit, wrapper=wrapper)
+
+    async def add_items(self, items: list[Any], *, wrapper: Any = None) -> None:
+        await self._seed()
+        await super().add_items(items, wrapper=wrapper)
+
+    async def pop_item(self, *, wrapper: Any = None) -> Any:
+        await self._seed()
+        return await super().pop_item(wrapper=wrapper)
+
+    async def clear_session(self, *, wrapper: Any = None) -> None:
+        await self._seed()
+        await super().clear_session(wrapper=wrapper)
 
     @property
     def saved_items(self) -> list[Any]:
         """The current items, read synchronously (the SDK helper exposes its list)."""
-        if self._session is None:
+        view = self._shared.view
+        if view is None:
             return list(self._history or [])
-        return _current_items(self._session, None)
+        return _current_items(view, None)
 
     @property
     def _items(self) -> list[Any]:
@@ -125,8 +143,8 @@ class SQLiteStandIn(HarnessSession):
         super().__init__(session_id, SessionStore(backend), session_settings=session_settings)
         self.db_path = db_path
 
-    def close(self) -> None:
-        """``SQLiteSession.close``: every add already returned durable; nothing to release."""
+    def close(self) -> None:  # type: ignore[override]  # SQLiteSession's is synchronous
+        """``SQLiteSession.close``: every add already returned durable and let go; nothing to do."""
 
 
 # the tests/memory files whose ``SQLiteSession`` is pointed at ours

@@ -152,11 +152,8 @@ def test_ours_loses_nothing_when_the_writes_fail_during_compaction() -> None:
     out = asyncio.run(go())
     assert dumps(out["after_crash"]) == dumps(original)  # the items, and only the lock, were durable
     assert out["crash_types"][-2:] == ["compaction/start", "session/end-seed"]
-    # in the live process the compaction is committed in memory (the flush retries later):
-    # the summary stands for the span and everything after it is kept
-    assert "short summary" in out["in_memory"][0]["content"]
-    kept = out["in_memory"][1:]
-    assert kept and dumps(kept) == dumps(original[len(original) - len(kept) :])
+    # the live process drops the compaction it could not write: it reads what is stored
+    assert dumps(out["in_memory"]) == dumps(original)
 
 
 def test_ours_keeps_the_history_exactly_when_the_summary_fails() -> None:

@@ -15,9 +15,10 @@ recorded); nothing is ever deleted from the log:
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
@@ -26,8 +27,9 @@ from harness.compaction.extractive import ExtractiveSummarizer
 from harness.compaction.summarizer import Summarizer
 from harness.compaction.transaction import CompactionResult
 from harness.compaction.triggers import compact_now
-from harness.errors import CompactionBusy, CompactionChanged, SessionNotFound
+from harness.errors import CompactionBusy, CompactionChanged
 from harness.events.event import Event, Replace
+from harness.events.vocabulary import SURFACE_TYPES
 from harness.integrations.openai_agents.items import (
     OP_KEY,
     call_id_of_call,
@@ -37,6 +39,7 @@ from harness.integrations.openai_agents.items import (
     tombstone_payload,
 )
 from harness.integrations.openai_agents.loops import gate_of
+from harness.integrations.openai_agents.owner import shared_session
 from harness.session.session import Session
 from harness.stores.store import SessionStore
 
@@ -44,7 +47,12 @@ if TYPE_CHECKING:
     from agents.items import TResponseInputItem
     from agents.memory.session import OpenAIResponsesCompactionArgs
 
-__all__ = ["DEFAULT_COMPACTION_THRESHOLD", "HarnessSession", "default_should_trigger_compaction"]
+__all__ = [
+    "DEFAULT_COMPACTION_THRESHOLD",
+    "DEFAULT_WAIT_S",
+    "HarnessSession",
+    "default_should_trigger_compaction",
+]
 
 logger = logging.getLogger("harness.integrations.openai_agents")
 
@@ -61,24 +69,35 @@ def _is_user_message(item: dict[str, Any]) -> bool:
     return item.get("role") == "user" and item.get("type") in (None, "message")
 
 
+DEFAULT_WAIT_S = 30.0
+"""How long a call waits, by default, for another writer of the session to let go of it."""
+
+
 class HarnessSession:
     """The SDK's ``Session`` (and ``OpenAIResponsesCompactionAwareSession``) kept in a harness
     store: ``HarnessSession("chat-1", store)``, then ``Runner.run(agent, text, session=...)``.
 
     ``session_id`` is the harness session id: it is loaded from ``store`` on first use, or
-    created there. ``durable=False`` returns from ``add_items`` before the write (it is
-    batched by the store's write-behind window; ``flush()`` waits for it). ``summarizer`` makes
-    the compaction summaries (default: harness's offline ``ExtractiveSummarizer``);
-    ``should_trigger_compaction`` decides an unforced ``run_compaction`` (the SDK's hook
-    shape; the runner calls ``run_compaction`` after every turn): without one only a forced
-    call compacts, with ``default_should_trigger_compaction`` it is the SDK's threshold of 10
-    items; ``retain_tokens`` is the recent tail a compaction keeps verbatim; ``model`` names
-    the model in the source of assistant items.
+    created there. Any number of writers may use one session, in this process or others, each
+    with its own store on the same backend: a call owns the session only while it runs
+    (``owner.py``), waiting up to ``wait`` seconds for another writer to let go
+    (``SessionInUse`` after that), and returns once its items are durable. ``hold=True`` keeps
+    the session owned from the first call until ``close()``: a single writer then saves a
+    claim per call, and other writers wait for it. ``durable=False`` returns from ``add_items``
+    before the write (batched by the store's write-behind window; ``flush()`` waits for it); it
+    needs ``hold`` (the default then), since a writer cannot let go of unwritten items.
+
+    ``summarizer`` makes the compaction summaries (default: harness's offline
+    ``ExtractiveSummarizer``); ``should_trigger_compaction`` decides an unforced
+    ``run_compaction`` (the SDK's hook shape; the runner calls ``run_compaction`` after every
+    turn): without one only a forced call compacts, with ``default_should_trigger_compaction``
+    it is the SDK's threshold of 10 items; ``retain_tokens`` is the recent tail a compaction
+    keeps verbatim; ``model`` names the model in the source of assistant items.
 
     Any event loop and thread may call it (``Runner.run_sync`` makes a loop per call): the
     store runs in one loop at a time, calls from the loop that has it run at once, and a call
     from another loop waits (without blocking its loop) until those are done, then takes the
-    store to its own loop. No thread is started: there is nothing to close but the store.
+    store to its own loop. No thread is started.
     """
 
     session_settings: SessionSettings | None = None
@@ -90,78 +109,85 @@ class HarnessSession:
         *,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         durable: bool = True,
+        hold: bool | None = None,
+        wait: float = DEFAULT_WAIT_S,
         summarizer: Summarizer | None = None,
         should_trigger_compaction: Callable[[dict[str, Any]], bool] | None = None,
         retain_tokens: int = 0,
         model: str = "unspecified",
         cwd: str | None = None,
     ) -> None:
+        if hold is None:
+            hold = not durable
+        elif not hold and not durable:
+            raise ValueError("durable=False batches writes across calls, so it needs hold=True")
+        if not (isinstance(wait, int | float) and wait >= 0 and math.isfinite(wait)):
+            raise ValueError(f"wait must be a finite number of seconds >= 0, not {wait!r}")
         self.session_id = session_id
         self.session_settings = (
             coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         )
         self.store = store
         self.durable = durable
+        self.hold = hold
+        self.wait = float(wait)
         self.summarizer: Summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
         self.should_trigger_compaction = should_trigger_compaction
         self.retain_tokens = retain_tokens
         self.model = model
         self._cwd = cwd
-        self._session: Session | None = None
         self._gate = gate_of(store)  # one per store: shared by every HarnessSession on it
-        self._opening: asyncio.Future[Session] | None = None
-        self._calls: dict[str, int] = {}  # call_id -> seq of the event that holds the call
+        self._shared = shared_session(store, session_id)  # one per store and id
+        self._holding = False
 
     def __repr__(self) -> str:
-        return f"HarnessSession({self.session_id!r}, durable={self.durable})"
+        return f"HarnessSession({self.session_id!r}, durable={self.durable}, hold={self.hold})"
 
-    # ---- the harness session ------------------------------------------------------------
+    # ---- owning the harness session for a call ------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _call(self) -> AsyncIterator[Session]:
+        """Run the body with the live session, owned for its duration (or held)."""
+        async with self._gate.hold():
+            shared = self._shared
+            session = await shared.enter(wait=self.wait, cwd=self._cwd)
+            if self.hold and not self._holding:
+                shared.holders += 1
+                self._holding = True
+            failed = False
+            try:
+                yield session
+            except Exception:
+                # events the view holds and the store did not write: the view must go
+                failed = self.store.is_live(session) and self.store.pending(session) > 0
+                raise
+            finally:
+                await shared.exit(failed=failed)
 
     async def session(self, *, writing: bool = True) -> Session:
-        """The live harness session behind this one (loaded or created on first use).
+        """The harness session behind this one, up to date (loaded or created on first use).
 
-        Works from any event loop and thread: the store runs in one loop at a time, and a
-        call from another waits until the current loop's calls are done, then moves the
-        store to its own loop (``loops.py``). ``writing`` is accepted for compatibility: an
-        opened session is returned at once either way.
+        With ``hold`` it is live (owned by this store): append to it from the loop that has
+        the store. Otherwise it is the view as of this call, detached once the call ends:
+        read it, do not append to it. ``writing`` is accepted for compatibility.
         """
-        if self._session is not None:
-            return self._session
-        async with self._gate.hold():
-            return await self._opened()
-
-    async def _opened(self) -> Session:
-        """The live session; call inside the gate."""
-        if self._session is not None:
-            return self._session
-        loop = asyncio.get_running_loop()
-        if self._opening is not None and self._opening.get_loop() is not loop:
-            self._opening = None  # begun in a loop that no longer drives the store: it ended
-        if self._opening is None:
-            self._opening = asyncio.ensure_future(self._open())
-        try:
-            session = await asyncio.shield(self._opening)
-        except BaseException:
-            if self._opening is not None and self._opening.done():
-                self._opening = None
-            raise
-        self._session = session
-        return session
-
-    async def _open(self) -> Session:
-        try:
-            return await self.store.load(self.session_id)
-        except SessionNotFound:
-            return await self.store.create(id=self.session_id, cwd=self._cwd)
+        async with self._call() as session:
+            return session
 
     async def flush(self) -> None:
-        """Return when every item added so far is durable."""
+        """Return when every item added so far is durable (with ``hold=False`` they are)."""
         async with self._gate.hold():
-            await self._flush()
+            view = self._shared.view
+            if view is not None and self._shared.owned and self.store.is_live(view):
+                await self.store.flush(view)
 
-    async def _flush(self) -> None:
-        """``flush`` inside the gate."""
-        await self.store.flush(await self.session())
+    async def close(self) -> None:
+        """Let go of a held session (``hold=True``): flush it and give up its ownership, so
+        other writers can take it. The next call takes it again. Nothing to do otherwise."""
+        async with self._gate.hold():
+            if self._holding:
+                self._holding = False
+                await self._shared.unhold()
 
     async def _settle(self, session: Session) -> None:
         if self.durable:
@@ -172,80 +198,70 @@ class HarnessSession:
     async def get_items(self, limit: int | None = None, *, wrapper: Any = None) -> list[TResponseInputItem]:
         """The current history, oldest first; the latest ``limit`` items when given (else the
         ``session_settings`` limit). A limited window never starts with a tool output whose
-        call it cut off: such an output is left out (the window may be shorter)."""
-        async with self._gate.hold():
-            return await self._get_items(limit)
-
-    async def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
-        """``get_items`` inside the gate."""
-        session = await self.session(writing=False)
-        limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
-            return []
-        return _current_items(session, limit)  # type: ignore[return-value]
+        call it cut off: such an output is left out (the window may be shorter). Only stored
+        items are shown, except with ``durable=False``: then also this process's items that
+        are still queued for writing."""
+        async with self._call() as session:
+            pending = self.store.pending(session)
+            queued = session.events[len(session.events) - pending :] if pending else ()
+            if self.durable and any(event.type in SURFACE_TYPES for event in queued):
+                await self.store.flush(session)  # a call beside this one is writing items
+            limit = resolve_session_limit(limit, self.session_settings)
+            if limit is not None and limit <= 0:
+                return []
+            return _current_items(session, limit)  # type: ignore[return-value]
 
     async def add_items(self, items: list[TResponseInputItem], *, wrapper: Any = None) -> None:
         """Append ``items`` (each becomes one event) and, unless ``durable=False``, make them
         durable before returning. Every item is checked first: a bad one raises
-        (``InvalidMessage`` / ``InvalidEventData``) and none is added."""
-        async with self._gate.hold():
-            await self._add_items(items)
-
-    async def _add_items(self, items: list[TResponseInputItem]) -> None:
-        """``add_items`` inside the gate."""
+        (``InvalidMessage`` / ``InvalidEventData``) and none is added. When the write fails,
+        none of the items is kept (the next call reads the session from the store)."""
         if not items:
             return
         payloads = [item_payload(item, self.model) for item in items]
-        session = await self.session()
-        for item, payload in zip(items, payloads, strict=True):
-            sources: list[int] | None = None
-            if payload.answers is not None:
-                call_seq = self._calls.get(payload.answers)
-                if call_seq is None:
-                    call_seq = _find_call(session, payload.answers)
-                if call_seq is not None:
-                    sources = [call_seq]
-            event = session.append(payload.type, payload.data, surface_op="append", source_event_seqs=sources)
-            opened = call_id_of_call(item) if isinstance(item, dict) else None
-            if opened is not None:
-                self._calls[opened] = event.seq
-        await self._settle(session)
+        async with self._call() as session:
+            calls = self._shared.calls
+            for item, payload in zip(items, payloads, strict=True):
+                sources: list[int] | None = None
+                if payload.answers is not None:
+                    call_seq = calls.get(payload.answers)
+                    if call_seq is None:
+                        call_seq = _find_call(session, payload.answers)
+                    if call_seq is not None:
+                        sources = [call_seq]
+                event = session.append(
+                    payload.type, payload.data, surface_op="append", source_event_seqs=sources
+                )
+                opened = call_id_of_call(item) if isinstance(item, dict) else None
+                if opened is not None:
+                    calls[opened] = event.seq
+            await self._settle(session)
 
     async def pop_item(self, *, wrapper: Any = None) -> TResponseInputItem | None:
         """Remove the latest item from the history and return it (None when there is none).
 
         Recorded as a Surface replace: the item's event stays in the log."""
-        async with self._gate.hold():
-            return await self._pop_item()
-
-    async def _pop_item(self) -> TResponseInputItem | None:
-        """``pop_item`` inside the gate."""
-        session = await self.session()
-        nodes = session.surface.nodes
-        events = session.events
-        for position in range(len(nodes) - 1, -1, -1):
-            item = derive_item(events[nodes[position]])
-            if item is not None:
-                _remove(session, nodes[position:], "pop_item", self.model)
-                await self._settle(session)
-                return item  # type: ignore[return-value]
-        return None
+        async with self._call() as session:
+            nodes = session.surface.nodes
+            events = session.events
+            for position in range(len(nodes) - 1, -1, -1):
+                item = derive_item(events[nodes[position]])
+                if item is not None:
+                    _remove(session, nodes[position:], "pop_item", self.model)
+                    await self._settle(session)
+                    return item  # type: ignore[return-value]
+            return None
 
     async def clear_session(self, *, wrapper: Any = None) -> None:
         """Empty the history. Recorded as one Surface replace of every current node: no
         event is deleted, and ``harness log`` still shows what was there."""
-        async with self._gate.hold():
-            await self._clear_session()
-
-    async def _clear_session(self) -> None:
-        """``clear_session`` inside the gate."""
-        session = await self.session()
-        nodes = session.surface.nodes
-        if not nodes or (len(nodes) == 1 and _is_tombstone(session.events[nodes[0]])):
-            return
-        _remove(session, list(nodes), "clear_session", self.model)
-        self._calls.clear()
-        await self._settle(session)
+        async with self._call() as session:
+            nodes = session.surface.nodes
+            if not nodes or (len(nodes) == 1 and _is_tombstone(session.events[nodes[0]])):
+                return
+            _remove(session, list(nodes), "clear_session", self.model)
+            self._shared.calls.clear()
+            await self._settle(session)
 
     # ---- the compaction-aware protocol --------------------------------------------------
 
@@ -259,42 +275,38 @@ class HarnessSession:
         unforced call does nothing. The summary of a
         head-anchored, call/output-balanced span replaces it on the Surface; the span's events
         stay in the log. Items added while the summary is made are kept (they are after the
-        span). A failure closes the bracket with its error and leaves the history as it was;
-        it raises, except that a concurrent change of the span (``CompactionChanged``) or a
-        compaction already in flight (``CompactionBusy``) only logs and returns None.
+        span): calls of this process run beside it, other writers wait for it (up to their
+        ``wait``). A failure closes the bracket with its error and leaves the history as it
+        was; it raises, except that a concurrent change of the span (``CompactionChanged``)
+        or a compaction already in flight (``CompactionBusy``) only logs and returns None.
         ``response_id``, ``store`` and ``compaction_mode`` are accepted and not used: the
         summary is made here, not by the Responses API.
         """
-        async with self._gate.hold():
-            return await self._run_compaction(args)
-
-    async def _run_compaction(self, args: OpenAIResponsesCompactionArgs | None) -> CompactionResult | None:
-        """``run_compaction`` inside the gate."""
-        session = await self.session()
-        force = bool(args.get("force", False)) if args else False
-        if not force:
-            if self.should_trigger_compaction is None:
+        async with self._call() as session:
+            force = bool(args.get("force", False)) if args else False
+            if not force:
+                if self.should_trigger_compaction is None:
+                    return None
+                history = _current_items(session, None)
+                candidates = [item for item in history if not _is_user_message(item)]
+                context = {
+                    "response_id": args.get("response_id") if args else None,
+                    "compaction_mode": args.get("compaction_mode", "input") if args else "input",
+                    "compaction_candidate_items": candidates,
+                    "session_items": history,
+                }
+                if not self.should_trigger_compaction(context):
+                    return None
+            try:
+                return await compact_now(
+                    session,
+                    self.summarizer,
+                    checkpoint=self.store.flush,
+                    retain_tokens=self.retain_tokens,
+                )
+            except (CompactionChanged, CompactionBusy) as error:
+                logger.warning("session %s: compaction skipped, history kept: %s", self.session_id, error)
                 return None
-            history = _current_items(session, None)
-            candidates = [item for item in history if not _is_user_message(item)]
-            context = {
-                "response_id": args.get("response_id") if args else None,
-                "compaction_mode": args.get("compaction_mode", "input") if args else "input",
-                "compaction_candidate_items": candidates,
-                "session_items": history,
-            }
-            if not self.should_trigger_compaction(context):
-                return None
-        try:
-            return await compact_now(
-                session,
-                self.summarizer,
-                checkpoint=self.store.flush,
-                retain_tokens=self.retain_tokens,
-            )
-        except (CompactionChanged, CompactionBusy) as error:
-            logger.warning("session %s: compaction skipped, history kept: %s", self.session_id, error)
-            return None
 
 
 _CALL_LOOKBACK = 256  # Surface nodes searched for the call of an output added by an earlier process
