@@ -27,7 +27,8 @@ Every error the public API raises on bad input or a refused operation is a
     ├── LangGraphError            a LangGraph checkpointer refused (``harness.integrations.langgraph``)
     │   ├── InvalidCheckpointConfig  a config without thread_id / checkpoint_id, a bad option (ValueError)
     │   ├── NotALangGraphThread   a thread's session name held by another session (also StorageError)
-    │   └── LangGraphThreadExists copy_thread onto a thread with checkpoints (also StorageError)
+    │   ├── LangGraphThreadExists copy_thread onto a thread with checkpoints (also StorageError)
+    │   └── ThreadMoved           another writer advanced the thread since this saver read it (WriteRefused)
     ├── CompactionError           a compaction refused or failed (``.code`` names the phase)
     │   ├── CompactionBusy        a live compaction lock, or (manual) an open turn: ``busy``
     │   ├── CompactionCancelled   the caller's cancel stopped it: ``cancelled``
@@ -122,6 +123,7 @@ __all__ = [
     "TelemetryConfigError",
     "TelemetryError",
     "TelemetryExportFailed",
+    "ThreadMoved",
     "UnsafeStorage",
     "UnsupportedFormat",
     "WriteRefused",
@@ -609,3 +611,10 @@ class NotALangGraphThread(LangGraphError, StorageError):
 
 class LangGraphThreadExists(LangGraphError, StorageError):
     """``copy_thread`` was asked to copy onto a thread that has checkpoints already."""
+
+
+class ThreadMoved(LangGraphError, WriteRefused):
+    """A ``put`` whose parent is not the newest checkpoint of its namespace, while that newest
+    one was written by another writer after this saver last read the thread: two runs of one
+    thread at once. Nothing is written; the thread is never forked silently. Read the thread
+    again (``get_tuple``) and run from its newest checkpoint."""

@@ -128,7 +128,7 @@ async def put_all(
         new_versions: Any = {"messages": version, "fixed": 1} if version == 1 else {"messages": version}
         checkpoint_: Any = checkpoint
         stored = await saver.aput(config, checkpoint_, {"source": "loop", "step": version}, new_versions)
-        event = saver.store._live[saver.session_id("t")].session.events[-1]
+        event = saver._core._threads["t"].session.events[-1]
         assert event.type == CHECKPOINT
         out.append(
             (
@@ -195,7 +195,7 @@ def test_a_long_extended_list_is_stored_once() -> None:
             }  # fmt: skip
             checkpoint_: Any = checkpoint
             config = await saver.aput(config, checkpoint_, {}, {"messages": version})
-        session = store._live[saver.session_id("t")].session
+        session = saver._core._threads["t"].session
         size = sum(len(event.encode()) for event in session.events)
         one = len(SERDE.dumps_typed(value[0])[1])
         await store.close()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from harness.errors import CorruptSession, HarnessError, SessionInUse
+from harness.errors import CorruptSession, HarnessError, SessionInUse, ThreadMoved
 from harness.integrations.langgraph import (
     AsyncHarnessSaver,
     HarnessSaver,
@@ -219,20 +219,40 @@ def test_prune_and_run_deletes_hold_after_a_reload() -> None:
     asyncio.run(run())
 
 
-def test_a_second_writer_of_a_thread_is_refused_and_then_reads_afresh(tmp_path: Path) -> None:
+def test_a_second_writer_of_a_moved_thread_is_refused_and_then_reads_afresh(tmp_path: Path) -> None:
     async def run() -> None:
         first, second = SessionStore(JsonlBackend(tmp_path)), SessionStore(JsonlBackend(tmp_path))
         one, two = AsyncHarnessSaver(first), AsyncHarnessSaver(second)
         stored = await one.aput(config(), checkpoint(1, {"x": 1}), {}, {"x": 1})
         assert await two.aget_tuple(config()) is not None  # two reads the thread
         await one.aput(stored, checkpoint(2, {"x": 2}), {}, {"x": 2})  # one writes on
-        with pytest.raises(SessionInUse):
-            await two.aput(stored, checkpoint(3, {"x": 3}), {}, {"x": 3})  # one owns it: refused
+        with pytest.raises(ThreadMoved, match="moved on to checkpoint '00000002'"):
+            await two.aput(stored, checkpoint(3, {"x": 3}), {}, {"x": 3})  # from a stale read: refused
         latest = await two.aget_tuple(config())  # and reads afresh: one's checkpoint, not its own
         assert latest is not None and latest.checkpoint["id"] == "00000002"
-        await first.close()  # one lets the thread go: two may write it now
-        await two.aput(latest.config, checkpoint(3, {"x": 3}), {}, {"x": 3})
+        await two.aput(latest.config, checkpoint(3, {"x": 3}), {}, {"x": 3})  # on the newest: written
         assert (await two.aget_tuple(config())).checkpoint["id"] == "00000003"  # type: ignore[union-attr]
+        assert (await one.aget_tuple(config())).checkpoint["id"] == "00000003"  # type: ignore[union-attr]
+        # a branch from an older checkpoint this saver read is LangGraph's time travel: written
+        await two.aput(stored, checkpoint(4, {"x": 4}), {}, {"x": 4})
+        await first.close()
+        await second.close()
+
+    asyncio.run(run())
+
+
+def test_a_write_waits_for_the_owner_then_is_refused_after_wait(tmp_path: Path) -> None:
+    async def run() -> None:
+        first, second = SessionStore(JsonlBackend(tmp_path)), SessionStore(JsonlBackend(tmp_path))
+        await AsyncHarnessSaver(first).aput(config(), checkpoint(1, {"x": 1}), {}, {"x": 1})
+        holder = await first.load("langgraph:t")  # another writer owns the thread and keeps it
+        with pytest.raises(SessionInUse):
+            await AsyncHarnessSaver(second, wait=0.2).aget_tuple(config())
+        await first.release(holder)
+        assert await AsyncHarnessSaver(second, wait=0.2).aget_tuple(config()) is not None
+        with pytest.raises(InvalidCheckpointConfig, match="wait must be"):
+            AsyncHarnessSaver(second, wait=-1)
+        await first.close()
         await second.close()
 
     asyncio.run(run())

@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from harness.errors import InvalidCheckpointConfig
-from harness.integrations.langgraph.core import DEFAULT_PREFIX, SaverCore
+from harness.integrations.langgraph.core import DEFAULT_PREFIX, DEFAULT_WAIT_S, SaverCore
 from harness.integrations.langgraph.index import LinearMode
 from harness.stores.store import SessionStore
 
@@ -53,9 +53,10 @@ class _Bridged(BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
         session_prefix: str = DEFAULT_PREFIX,
         linear: LinearMode = "identity",
+        wait: float = DEFAULT_WAIT_S,
     ) -> None:
         super().__init__(serde=serde)
-        self._core = SaverCore(store, self.serde, session_prefix=session_prefix, linear=linear)
+        self._core = SaverCore(store, self.serde, session_prefix=session_prefix, linear=linear, wait=wait)
         self._start()
 
     def _start(self) -> None:
@@ -69,7 +70,9 @@ class _Bridged(BaseCheckpointSaver[int]):
         clone = super().with_allowlist(extra_allowlist)
         if clone is not self and isinstance(clone, _Bridged):
             core = self._core
-            clone._core = SaverCore(core.store, clone.serde, session_prefix=core.prefix, linear=core.linear)
+            clone._core = SaverCore(
+                core.store, clone.serde, session_prefix=core.prefix, linear=core.linear, wait=core.wait
+            )
         return clone
 
     @property

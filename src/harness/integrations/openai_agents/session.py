@@ -39,8 +39,8 @@ from harness.integrations.openai_agents.items import (
     tombstone_payload,
 )
 from harness.integrations.openai_agents.loops import gate_of
-from harness.integrations.openai_agents.owner import shared_session
 from harness.session.session import Session
+from harness.stores.shared import shared_session
 from harness.stores.store import SessionStore
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class HarnessSession:
     ``session_id`` is the harness session id: it is loaded from ``store`` on first use, or
     created there. Any number of writers may use one session, in this process or others, each
     with its own store on the same backend: a call owns the session only while it runs
-    (``owner.py``), waiting up to ``wait`` seconds for another writer to let go
+    (``harness.stores.shared``), waiting up to ``wait`` seconds for another writer to let go
     (``SessionInUse`` after that), and returns once its items are durable. ``hold=True`` keeps
     the session owned from the first call until ``close()``: a single writer then saves a
     claim per call, and other writers wait for it. ``durable=False`` returns from ``add_items``
@@ -150,7 +150,7 @@ class HarnessSession:
         """Run the body with the live session, owned for its duration (or held)."""
         async with self._gate.hold():
             shared = self._shared
-            session = await shared.enter(wait=self.wait, cwd=self._cwd)
+            session = await shared.enter(wait=self.wait, create=self._create)
             if self.hold and not self._holding:
                 shared.holders += 1
                 self._holding = True
@@ -163,6 +163,9 @@ class HarnessSession:
                 raise
             finally:
                 await shared.exit(failed=failed)
+
+    async def _create(self) -> Session:
+        return await self.store.create(id=self.session_id, cwd=self._cwd)
 
     async def session(self, *, writing: bool = True) -> Session:
         """The harness session behind this one, up to date (loaded or created on first use).
@@ -220,7 +223,7 @@ class HarnessSession:
             return
         payloads = [item_payload(item, self.model) for item in items]
         async with self._call() as session:
-            calls = self._shared.calls
+            calls: dict[str, int] = self._shared.memo.setdefault("calls", {})
             for item, payload in zip(items, payloads, strict=True):
                 sources: list[int] | None = None
                 if payload.answers is not None:
@@ -260,7 +263,7 @@ class HarnessSession:
             if not nodes or (len(nodes) == 1 and _is_tombstone(session.events[nodes[0]])):
                 return
             _remove(session, list(nodes), "clear_session", self.model)
-            self._shared.calls.clear()
+            self._shared.memo.pop("calls", None)
             await self._settle(session)
 
     # ---- the compaction-aware protocol --------------------------------------------------

@@ -1,20 +1,20 @@
-"""When a ``HarnessSession`` owns its harness session, shared by the calls of one process.
+"""Owning a session only while a call runs, shared by the calls of one process.
 
-The SDK's session is an append-merge store: any number of writers, in any process, add
-items to one session. A harness session has one owner at a time (``SessionStore.load``). So
-a ``HarnessSession`` owns its session only while a call runs: it takes ownership (waiting
-for another writer to let go), brings its view up to date, does the call, makes it durable
-and lets go. ``SessionStore.reclaim`` keeps that cheap: the view is reused as long as no
-other writer appended meanwhile.
+The framework adapters serve stores with many writers: any number of processes add to one
+OpenAI Agents SDK session or one LangGraph thread. A harness session has one owner at a
+time (``SessionStore.load``), so an adapter owns a session only while a call runs: it takes
+ownership (waiting for another writer to let go), brings its view up to date, does the
+call, makes it durable and lets go. ``SessionStore.reclaim`` keeps that cheap: the view is
+reused as long as no other writer appended meanwhile.
 
-Every ``HarnessSession`` of one session id on one store shares one ``SharedSession``
+Every adapter object of one session id on one store shares one ``SharedSession``
 (``shared_session``): calls that overlap in this process (a compaction's summary and an
 ``add_items`` beside it) use the same live session, and ownership is let go when the last
-of them ends. ``hold=True`` keeps it from the first call until ``close``.
+of them ends. ``holders`` keep it owned between calls (an adapter's ``hold=True``).
 
 A write that fails leaves the view holding events that may not be stored. The view is then
 dropped (``SessionStore.discard``) and the next call loads the session afresh, so no call
-ever shows an item that is not stored.
+ever shows what is not stored.
 """
 
 from __future__ import annotations
@@ -24,21 +24,23 @@ import logging
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from harness.errors import SessionExists, SessionInUse, SessionNotFound
-
-if TYPE_CHECKING:
-    from harness.session.session import Session
-    from harness.stores.store import SessionStore
+from harness.session.session import Session
+from harness.stores.store import SessionStore
 
 __all__ = ["SharedSession", "shared_session"]
 
-logger = logging.getLogger("harness.integrations.openai_agents")
+logger = logging.getLogger("harness.stores")
+
+Create = Callable[[], Awaitable[Session]]
+"""Makes the session when the store holds none (``SessionStore.create`` and what follows)."""
 
 
 class SharedSession:
-    """One session id in one store, as this process's ``HarnessSession``\\ s use it."""
+    """One session id in one store, as this process's adapter objects use it."""
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
@@ -47,8 +49,9 @@ class SharedSession:
         """The newest session seen: live in the store while ``owned``, detached otherwise."""
         self.owned = False
         self.users = 0  # calls running now
-        self.holders = 0  # HarnessSessions with hold=True that hold it
-        self.calls: dict[str, int] = {}  # call_id -> seq of the event holding the call, in ``view``
+        self.holders = 0  # adapter objects that keep it owned between calls
+        self.memo: dict[str, Any] = {}
+        """What an adapter derived from ``view``; emptied when the view is replaced."""
         self._unsure = False  # a write failed and the view could not be dropped yet
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -61,17 +64,22 @@ class SharedSession:
             self._lock, self._loop = asyncio.Lock(), loop
         return self._lock
 
-    async def enter(self, *, wait: float, cwd: str | None) -> Session:
-        """Begin a call: the live session, owned by this process until the last call ends."""
+    async def enter(self, *, wait: float, create: Create | None = None) -> Session:
+        """Begin a call: the live session, owned by this process until the last call ends.
+
+        ``wait``: seconds to wait for another writer to let go (then ``SessionInUse``).
+        ``create`` makes the session when the store holds none; without it, ``SessionNotFound``.
+        A call that began must end with ``exit``, whatever happens.
+        """
         async with self._mutex():
             if self._unsure:
                 await self._drop()
             if self.owned and not self.store.is_live(self.view):  # type: ignore[arg-type]
                 self.owned = False  # the store let it go (``store.close``, ``release``)
             if not self.owned:
-                session = await self._own(wait, cwd)
+                session = await self._own(wait, create)
                 if session is not self.view:
-                    self.calls.clear()
+                    self.memo.clear()
                 self.view, self.owned = session, True
             self.users += 1
             return self.view  # type: ignore[return-value]
@@ -93,13 +101,13 @@ class SharedSession:
                 logger.warning("session %s: letting go of it failed: %s", self.session_id, error)
 
     async def unhold(self) -> None:
-        """One holder lets go (``HarnessSession.close``)."""
+        """One holder lets go (an adapter's ``close``); the last one lets the session go."""
         self.holders -= 1
         async with self._mutex():
             if self.owned and not self.users and not self.holders:
                 await self._let_go()
 
-    async def _own(self, wait: float, cwd: str | None) -> Session:
+    async def _own(self, wait: float, create: Create | None) -> Session:
         if self.view is not None:
             try:
                 return await self.store.reclaim(self.view, wait=wait)
@@ -112,9 +120,10 @@ class SharedSession:
             try:
                 return await self.store.load(self.session_id, wait=max(0.0, deadline - time.monotonic()))
             except SessionNotFound:
-                pass
+                if create is None:
+                    raise
             try:
-                return await self.store.create(id=self.session_id, cwd=cwd)
+                return await create()
             except (SessionExists, SessionInUse):
                 if time.monotonic() >= deadline:
                     raise
@@ -122,6 +131,9 @@ class SharedSession:
 
     async def _let_go(self) -> None:
         assert self.view is not None
+        if not self.store.is_live(self.view):  # deleted, or let go by the store itself
+            self.owned = False
+            return
         try:
             await self.store.release(self.view)
         except Exception:
@@ -133,7 +145,7 @@ class SharedSession:
         """Stop using a view whose events may not all be stored; the next call loads afresh."""
         if not self.owned or self.view is None or not self.store.is_live(self.view):
             self.view, self.owned, self._unsure = None, False, False
-            self.calls.clear()
+            self.memo.clear()
             return
         self._unsure = True
         unwritten = await self.store.discard(self.view)  # OutcomeUnknown: tried again next call
@@ -144,7 +156,7 @@ class SharedSession:
                 len(unwritten),
             )
         self.view, self.owned, self._unsure = None, False, False
-        self.calls.clear()
+        self.memo.clear()
 
 
 _SHARED: weakref.WeakKeyDictionary[SessionStore, dict[str, SharedSession]] = weakref.WeakKeyDictionary()
