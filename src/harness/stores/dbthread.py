@@ -88,6 +88,8 @@ class ThreadedDatabase:
 
     async def claim(self, session_id: str, owner: SessionOwner, *, take_over: bool = False) -> Claim:
         """Take the session's lock file; a takeover renames its own in a write transaction."""
+        if not take_over:  # a few local syscalls that never wait (a taken lock is refused): no hop
+            return self._claims.claim(session_id, owner, False, self._fence)
         return await self._run(self._claims.claim, session_id, owner, take_over, self._fence)
 
     def _fence(self, action: Callable[[], None]) -> None:
@@ -100,7 +102,7 @@ class ThreadedDatabase:
             conn.execute("ROLLBACK")
 
     async def unclaim(self, session_id: str) -> None:
-        await self._run(self._claims.release, session_id)
+        self._claims.release(session_id)  # an unlock, an unlink and a close: no hop
 
     async def owner(self, session_id: str) -> SessionOwner | None:
         return await self._run(self._claims.owner, session_id)

@@ -21,6 +21,7 @@ import math
 import random
 import secrets
 import time
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import Any
 
@@ -667,10 +668,20 @@ class SessionStore:
         return self._backend.tail(session_id, from_seq)
 
 
+_TURNS: weakref.WeakKeyDictionary[Session, tuple[int, bool]] = weakref.WeakKeyDictionary()
+"""Per session: how many events ``_open_turn`` read, and whether a turn was open after them."""
+
+
 def _open_turn(session: Session) -> bool:
-    for event in reversed(session.events):
-        if event.type == "turn/end":
-            return False
-        if event.type == "turn/start":
-            return True
-    return False
+    """Whether the session's last turn bracket is an open ``turn/start``. Reads only the events
+    appended since it last asked (a session of a framework adapter may hold no turn at all)."""
+    events = session.events
+    read, open_ = _TURNS.get(session, (0, False))
+    for seq in range(read, len(events)):
+        kind = events[seq].type
+        if kind == "turn/start":
+            open_ = True
+        elif kind == "turn/end":
+            open_ = False
+    _TURNS[session] = (len(events), open_)
+    return open_

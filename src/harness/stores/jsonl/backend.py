@@ -664,7 +664,7 @@ class JsonlBackend:
         A log another process wrote since this backend last saw it is read again."""
         cursor = await self._settled(session_id)
         async with cursor.lock:
-            unchanged = await self._run(self._unchanged_sync, cursor)
+            unchanged = self._unchanged_sync(cursor)  # one stat: no hop
         if not unchanged:
             if self._cursors.get(session_id) is cursor:
                 del self._cursors[session_id]
@@ -767,6 +767,8 @@ class JsonlBackend:
         """Take the session's lock file (see ``LockFiles``); a takeover renames its own over
         the old one while holding the log's ``flock``, so no write of the old owner runs."""
         check_session_id(session_id)
+        if not take_over:  # a few local syscalls that never wait (a taken lock is refused): no hop
+            return self._claims.claim(session_id, owner, False, self._fence(session_id))
         return await self._run(self._claims.claim, session_id, owner, take_over, self._fence(session_id))
 
     def _fence(self, session_id: str) -> Callable[[Callable[[], None]], None]:
@@ -789,7 +791,7 @@ class JsonlBackend:
         return fence
 
     async def unclaim(self, session_id: str) -> None:
-        await self._run(self._claims.release, session_id)
+        self._claims.release(session_id)  # an unlock, an unlink and a close: no hop
 
     async def owner(self, session_id: str) -> SessionOwner | None:
         check_session_id(session_id)
