@@ -226,7 +226,7 @@ class SqliteBackend(ThreadedDatabase):
     def __init__(
         self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, pack_chunks: bool = True
     ) -> None:
-        self._path = Path(path).absolute()
+        self._path = Path(path).expanduser().absolute()  # "~/…" as a shell means it
         self._pack = pack_chunks
         self._busy_timeout = busy_timeout
         self._start("harness-sqlite")

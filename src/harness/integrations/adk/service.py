@@ -51,6 +51,7 @@ from harness.integrations.adk.state import (
     user_log_id,
 )
 from harness.session.session import Session
+from harness.stores.open import open_store
 from harness.stores.store import SessionStore
 
 __all__ = ["HarnessSessionService", "StaleSessionError"]
@@ -145,6 +146,17 @@ class HarnessSessionService(BaseSessionService):
         self._shared = SharedState.of(store)
         self._tracked = _TRACKED.setdefault(store, {})
         self._appending = _APPENDING.setdefault(store, {})
+        self._owns_store = False  # from_url: close() closes the store too
+
+    @classmethod
+    def from_url(cls, spec: str, **options: Any) -> HarnessSessionService:
+        """A service over a store of its own, opened from ``spec`` as ``--store`` and
+        ``open_store`` take it (``DIR``, ``sqlite:FILE``, ``postgresql://…``; ``~`` expanded;
+        ``options`` go to the backend), as ``DatabaseSessionService(db_url=...)`` is made.
+        ``close()`` closes that store too."""
+        service = cls(open_store(spec, **options))
+        service._owns_store = True
+        return service
 
     # ---- reading ----------------------------------------------------------------------------
 
@@ -384,8 +396,11 @@ class HarnessSessionService(BaseSessionService):
             await self.store.delete(log_id)
 
     async def close(self) -> None:
-        """Release the sessions this service holds live in the store (the store stays open)."""
+        """Release the sessions this service holds live in the store; the store stays open,
+        unless the service made it (``from_url``)."""
         for log_id in list(self._tracked):
             tracked = self._tracked.pop(log_id)
             await self.store.release(tracked.session)
         await self._shared.forget()
+        if self._owns_store:
+            await self.store.close()

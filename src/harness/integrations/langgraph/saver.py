@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Collection, Coroutine, Iterator, Sequence
 from types import TracebackType
@@ -34,6 +35,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from harness.errors import InvalidCheckpointConfig
 from harness.integrations.langgraph.core import DEFAULT_PREFIX, DEFAULT_WAIT_S, SaverCore
 from harness.integrations.langgraph.index import LinearMode
+from harness.stores.open import open_store
 from harness.stores.store import SessionStore
 
 __all__ = ["AsyncHarnessSaver", "HarnessSaver"]
@@ -185,6 +187,19 @@ class AsyncHarnessSaver(_Bridged):
 
     _loop: asyncio.AbstractEventLoop | None
 
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def from_conn_string(cls, spec: str, **options: Any) -> AsyncIterator[AsyncHarnessSaver]:
+        """A saver over the store ``spec`` names (as ``--store`` and ``open_store`` take it:
+        ``DIR``, ``sqlite:FILE``, ``postgresql://…``; ``~`` expanded), closed on exit with its
+        store: ``async with AsyncHarnessSaver.from_conn_string("sqlite:graph.db") as saver:``.
+        ``options`` as for the constructor."""
+        store = open_store(spec)
+        try:
+            yield cls(store, **options)
+        finally:
+            await store.close()
+
     def _start(self) -> None:
         try:
             self._loop = asyncio.get_running_loop()
@@ -222,6 +237,22 @@ class HarnessSaver(_Bridged):
     store from now on: use it only through the saver, and ``close()`` the saver (or use it as a
     context manager) to close the store. Options as for ``AsyncHarnessSaver``.
     """
+
+    @classmethod
+    @contextlib.contextmanager
+    def from_conn_string(cls, spec: str, **options: Any) -> Iterator[HarnessSaver]:
+        """A saver over the store ``spec`` names (as ``--store`` and ``open_store`` take it:
+        ``DIR``, ``sqlite:FILE``, ``postgresql://…``; ``~`` expanded), closed on exit with its
+        store: ``with HarnessSaver.from_conn_string("sqlite:graph.db") as saver:``. ``options``
+        as for the constructor."""
+        store = open_store(spec)
+        try:
+            saver = cls(store, **options)
+        except BaseException:
+            asyncio.run(store.close())
+            raise
+        with saver:
+            yield saver
 
     def _start(self) -> None:
         self._loop = asyncio.new_event_loop()

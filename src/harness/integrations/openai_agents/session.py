@@ -40,6 +40,7 @@ from harness.integrations.openai_agents.items import (
 )
 from harness.integrations.openai_agents.loops import gate_of
 from harness.session.session import Session
+from harness.stores.open import open_store
 from harness.stores.shared import shared_session
 from harness.stores.store import SessionStore
 
@@ -139,6 +140,17 @@ class HarnessSession:
         self._gate = gate_of(store)  # one per store: shared by every HarnessSession on it
         self._shared = shared_session(store, session_id)  # one per store and id
         self._holding = False
+        self._owns_store = False  # from_url: close() closes the store too
+
+    @classmethod
+    def from_url(cls, session_id: str, spec: str, **options: Any) -> HarnessSession:
+        """A session over a store of its own, opened from ``spec`` as ``--store`` and
+        ``open_store`` take it (``DIR``, ``sqlite:FILE``, ``postgresql://…``; ``~`` expanded):
+        ``HarnessSession.from_url("chat-1", "sqlite:~/agents.db")``, as ``SQLiteSession("chat-1",
+        "agents.db")``. ``close()`` closes that store. ``options`` as for the constructor."""
+        session = cls(session_id, open_store(spec), **options)
+        session._owns_store = True
+        return session
 
     def __repr__(self) -> str:
         return f"HarnessSession({self.session_id!r}, durable={self.durable}, hold={self.hold})"
@@ -186,11 +198,14 @@ class HarnessSession:
 
     async def close(self) -> None:
         """Let go of a held session (``hold=True``): flush it and give up its ownership, so
-        other writers can take it. The next call takes it again. Nothing to do otherwise."""
+        other writers can take it; the next call takes it again. A session made by
+        ``from_url`` also closes its store (it cannot be used again)."""
         async with self._gate.hold():
             if self._holding:
                 self._holding = False
                 await self._shared.unhold()
+        if self._owns_store:
+            await self.store.close()
 
     async def _settle(self, session: Session) -> None:
         if self.durable:

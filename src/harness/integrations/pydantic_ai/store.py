@@ -48,6 +48,7 @@ from harness.integrations.pydantic_ai.segments import (
 )
 from harness.session.header import SessionHeader
 from harness.session.session import Session
+from harness.stores.open import open_store
 from harness.stores.store import SessionStore, restore_logged
 
 __all__ = ["HarnessConversationStore"]
@@ -75,6 +76,28 @@ class HarnessConversationStore(ConversationStore):
         self._segments: dict[str, Segment] = {}
         self._entry_home: dict[str, str] = {}
         self._lock = asyncio.Lock()
+        self._owns_store = False  # from_url: close() closes the store
+
+    @classmethod
+    def from_url(cls, spec: str, *, cwd: str | None = None, **options: Any) -> HarnessConversationStore:
+        """A conversation store over a harness store opened from ``spec`` as ``--store`` and
+        ``open_store`` take it (``DIR``, ``sqlite:FILE``, ``postgresql://…``; ``~`` expanded;
+        ``options`` go to the backend). Close it with ``close()`` (or ``async with``)."""
+        store = cls(open_store(spec, **options), cwd=cwd)
+        store._owns_store = True
+        return store
+
+    async def close(self) -> None:
+        """Close the harness store if this object opened it (``from_url``); a store given to
+        the constructor stays open. Every save returned durable already."""
+        if self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> HarnessConversationStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     @property
     def sessions(self) -> SessionStore:

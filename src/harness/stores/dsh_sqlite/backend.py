@@ -130,7 +130,7 @@ class DshSqliteBackend(ThreadedDatabase):
     ) -> None:
         if journal_mode not in JOURNAL_MODES:
             raise ValueError(f"journal_mode must be one of {', '.join(JOURNAL_MODES)}, not {journal_mode!r}")
-        self._path = Path(os.path.abspath(path))
+        self._path = Path(os.path.abspath(os.path.expanduser(path)))  # "~/…" as a shell means it
         self._journal: JournalMode = journal_mode
         self._busy_timeout = busy_timeout
         self._store: str = ""

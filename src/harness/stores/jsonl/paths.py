@@ -151,7 +151,7 @@ class Layout:
     def __init__(self, root: str | os.PathLike[str], compression: Compression) -> None:
         if compression not in ("zstd", "none"):
             raise ValueError(f"compression must be 'zstd' or 'none', got {compression!r}")
-        self.root = os.path.abspath(os.fspath(root))
+        self.root = os.path.abspath(os.path.expanduser(os.fspath(root)))  # "~/…" as a shell means it
         self.compression: Compression = compression
         self.suffix = log_suffix(compression)
         self.opposite_suffix = log_suffix("none" if compression == "zstd" else "zstd")
