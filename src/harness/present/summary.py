@@ -71,8 +71,9 @@ def message_text(message: Any) -> str:
             parts.append(f"→ {block.get('name')} {block.get('arguments', '')}")
         elif kind == "tool-result":
             parts.append(("error: " if block.get("isError") is True else "") + _result_text(block))
-        else:
-            parts.append(f"({kind})")
+        else:  # a block harness has no type for (an adapter's): its kind, and the name it gives
+            name = block.get("name")
+            parts.append(f"({kind} {name})" if isinstance(name, str) and name else f"({kind})")
     return " ".join(parts)
 
 

@@ -55,6 +55,8 @@ def _blocks(parts: list[str], content: object, depth: int = 0) -> None:
             _strings(parts, block.get("name"), block.get("arguments"))
         elif kind == "tool-result":
             _blocks(parts, block.get("content"), depth + 1)
+        else:  # a block harness has no type for (an adapter's): the name it gives
+            _strings(parts, block.get("name"))
 
 
 def _message(parts: list[str], message: object) -> None:

@@ -259,3 +259,49 @@ def test_two_copies_of_one_revision_appended_at_once_one_wins_one_is_stale(
             assert stored is not None and [e.id for e in stored.events] == [won[0].id]
 
     run(go())
+
+
+def test_tool_calls_and_results_read_as_harness_own() -> None:
+    """A function call is a ``tool-call`` block, a lone function response a ``tool/result``: the
+    log line, the search text and the telemetry parts show the tool, its arguments and its
+    result; ``get_session`` still returns every event exactly as appended."""
+    from harness.present.summary import event_summary
+    from harness.query.text import event_text
+    from harness.telemetry.content import message_parts
+
+    async def go() -> None:
+        store = SessionStore(MemoryBackend())
+        service = HarnessSessionService(store)
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        events = rich_events()
+        for event in events:
+            await service.append_event(session, event)
+        found = await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert found is not None and [e.model_dump() for e in found.events] == [
+            e.model_dump() for e in events
+        ]
+        stored = (await store.inspect(session_log_id("app", "u", "s"))).events
+        call, result = stored[2], stored[3]
+        assert call.type == "assistant/message" and result.type == "tool/result"
+        assert '→ get_weather {"city":"Paris","days":[1,2]}' in event_summary(call, 200)
+        assert event_summary(result, 200) == '{"temp":21.5,"sky":null}'
+        assert "get_weather" in event_text(call) and "Paris" in event_text(call)
+        assert "21.5" in event_text(result)
+        parts = message_parts(call.data["message"])
+        assert (
+            parts is not None
+            and {
+                "type": "tool_call",
+                "id": "call-1",
+                "name": "get_weather",
+                "arguments": {"city": "Paris", "days": [1, 2]},
+            }
+            in parts["parts"]
+        )
+        answered = message_parts(result.data["message"])
+        assert answered is not None and answered["role"] == "tool"
+        assert answered["parts"][0]["id"] == "call-1"
+        await service.close()
+        await store.close()
+
+    run(go())

@@ -5,8 +5,12 @@ format-v0 session that ``harness log``, ``search`` and dsh read as a conversatio
 
 * an event whose ``author`` is ``user`` is a ``user/message`` (source ``user``), any other an
   ``assistant/message`` (source ``model``, provider ``google-adk``, model = the author);
-* its native content is a text block per text part (a ``reasoning`` block for a thought), and
-  one unknown ``adk-part`` block for any other part (a function call or response, inline data);
+* its native content is a text block per text part (a ``reasoning`` block for a thought), a
+  ``tool-call`` block per function call (its id, name and arguments as JSON text), and one
+  unknown ``adk-part`` block, naming the part and its function, for any other part;
+* an event that is one function response is a ``tool/result`` instead (source ``tool``, its
+  call id; the response as JSON text), so ``harness log``, ``surface``, ``search``, the viewer
+  and the OpenTelemetry export show ADK tool calls and results as they show harness's own;
 * the event itself is kept verbatim (``adkEvent``: its JSON form, ``exclude_none``, as ADK's
   own database services store it) on the message of a ``user/message`` and on the data of an
   ``assistant/message``, so ``get_session`` returns exactly what was appended;
@@ -76,6 +80,16 @@ class EventPayload:
         self.cites = cites
 
 
+def _json_text(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _call_id(call: object) -> str | None:
+    """The id of a function call or response part, when it has a usable one."""
+    identifier = call.get("id") if isinstance(call, Mapping) else None
+    return identifier if isinstance(identifier, str) and identifier else None
+
+
 def _blocks(parts: object) -> list[dict[str, Any]]:
     """Native blocks for a content's parts (JSON form of ``google.genai.types.Part``)."""
     blocks: list[dict[str, Any]] = []
@@ -87,12 +101,30 @@ def _blocks(parts: object) -> list[dict[str, Any]]:
             blocks.append({"type": "reasoning" if part.get("thought") is True else "text", "text": text})
             continue
         kind = next((name for name in _PART_KINDS if part.get(name) is not None), None)
-        block: dict[str, Any] = {"type": PART_BLOCK, "part": kind}
         call = part.get(kind) if kind in ("function_call", "function_response") else None
-        if isinstance(call, Mapping) and isinstance(call.get("name"), str):
-            block["name"] = call["name"]
+        name = call.get("name") if isinstance(call, Mapping) else None
+        if kind == "function_call" and isinstance(name, str) and (identifier := _call_id(call)):
+            assert isinstance(call, Mapping)
+            arguments = _json_text(call.get("args") or {})
+            blocks.append({"type": "tool-call", "id": identifier, "name": name, "arguments": arguments})
+            continue
+        block: dict[str, Any] = {"type": PART_BLOCK, "part": kind}
+        if isinstance(name, str):
+            block["name"] = name
         blocks.append(block)
     return blocks
+
+
+def _lone_response(parts: object) -> tuple[str, Any] | None:
+    """``(call id, response)`` of a content that is exactly one identified function response."""
+    if not isinstance(parts, list) or len(parts) != 1 or not isinstance(parts[0], Mapping):
+        return None
+    response = parts[0].get("function_response")
+    identifier = _call_id(response)
+    if identifier is None or any(parts[0].get(key) is not None for key in ("text", "function_call")):
+        return None
+    assert isinstance(response, Mapping)
+    return identifier, response.get("response")
 
 
 def _content_of(wire: Mapping[str, Any]) -> object:
@@ -136,8 +168,24 @@ def event_payload(
     timestamp of each node that holds an ADK event: a compaction replaces those in its range.
     """
     wire: dict[str, Any] = event.model_dump(mode="json", exclude_none=True)
-    blocks = _blocks(_content_of(wire))
+    parts = _content_of(wire)
     op, cites = _compacted(wire, nodes, timestamps)
+    lone = _lone_response(parts) if event.author != "user" and op is APPEND else None
+    if lone is not None:
+        identifier, response = lone
+        result = {
+            "type": "tool-result",
+            "toolCallId": identifier,
+            "content": [{"type": "text", "text": _json_text(response)}],
+        }
+        message = {
+            "role": "user",
+            "content": [result],
+            "source": {"kind": "tool", "callId": identifier},
+            "id": new_message_id(),
+        }
+        return EventPayload("tool/result", {"message": message, EVENT_KEY: wire}, op, cites), wire
+    blocks = _blocks(parts)
     if event.author == "user":
         message = {"content": blocks, "source": {"kind": "user"}, "role": "user", "id": new_message_id()}
         message[EVENT_KEY] = wire
@@ -154,9 +202,9 @@ def event_payload(
 
 def wire_of(event: Event) -> dict[str, Any] | None:
     """The kept JSON form of the ADK event a harness event holds, or None (not an ADK event)."""
-    if event.type not in ("user/message", "assistant/message"):
+    if event.type not in ("user/message", "assistant/message", "tool/result"):
         return None
-    data = orjson.loads(event.data_json)  # the message of a user/message; the data of the other
+    data = orjson.loads(event.data_json)  # the message of a user/message; the data of the others
     kept = data.get(EVENT_KEY) if isinstance(data, dict) else None
     return kept if isinstance(kept, dict) else None
 
